@@ -1,0 +1,25 @@
+//! Commands: `/<name> <arguments>` messages that run on the harness, never
+//! the model.
+//!
+//! A command is declared (name, usage, arguments, roles, timeout) and its
+//! body is an `in` executor on the `command.invoked` hook point filtered to
+//! its name. Declarations come from plugins' commands.json or from code
+//! ([`RegistryBuilder::register`]); the registry is frozen before tasks run.
+
+mod body;
+mod invocation;
+mod registry;
+mod spec;
+
+pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
+pub use invocation::{
+    Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
+    Outcome, Reply,
+};
+pub use registry::{
+    CommandCall, CommandFailure, CommandRegistry, RegisteredCommand, RegistryBuilder, RegistryError,
+};
+pub use spec::{
+    ArgumentSpec, ArgumentType, CommandSpec, DEFAULT_TIMEOUT, InvalidSpec, MAX_TIMEOUT, UsageError,
+    is_valid_command_name,
+};

@@ -1,0 +1,298 @@
+//! The command registry: declared commands plus the hook chains that run
+//! them, frozen before any task runs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::body::{BodyExecutor, CommandBody};
+use super::{
+    CommandContext, CommandError, CommandResult, CommandSpec, InvalidSpec, InvokedCommand, Outcome,
+};
+use crate::hooks::{
+    AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookChains, HookEntry, HookPoint,
+    Operation, Phase,
+};
+use crate::task::{Participant, TaskView};
+
+/// A command and who declared it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisteredCommand {
+    pub spec: CommandSpec,
+    /// The plugin that declared it, or `native`.
+    pub origin: String,
+}
+
+/// Why something could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidSpec),
+    /// Two origins declare one name: reported, never silently shadowed.
+    #[error(
+        "command /{name} is declared by both `{first}` and `{second}`; `{second}`'s declaration is ignored"
+    )]
+    Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error("hook `{hook}` is for command /{command}, which no plugin declares")]
+    UnknownCommand { hook: String, command: String },
+    #[error("hook `{hook}` names a command but its point `{point}` is not command.invoked")]
+    CommandFilterOutsideCommands { hook: String, point: String },
+}
+
+/// Collects declarations and executors; [`RegistryBuilder::freeze`] makes the
+/// immutable registry tasks use.
+#[derive(Default)]
+pub struct RegistryBuilder {
+    commands: BTreeMap<String, RegisteredCommand>,
+    hooks: Vec<HookEntry>,
+}
+
+impl RegistryBuilder {
+    /// Declare a command whose body comes from a hook entry.
+    pub fn declare(&mut self, spec: CommandSpec, origin: &str) -> Result<(), RegistryError> {
+        spec.validate()?;
+        if let Some(existing) = self.commands.get(&spec.name) {
+            return Err(RegistryError::Duplicate {
+                name: spec.name,
+                first: existing.origin.clone(),
+                second: origin.to_owned(),
+            });
+        }
+        let registered = RegisteredCommand {
+            spec,
+            origin: origin.to_owned(),
+        };
+        self.commands
+            .insert(registered.spec.name.clone(), registered);
+        Ok(())
+    }
+
+    /// Register a command with a body written in Rust, at the default body
+    /// priority: the programmatic form of commands.json + hooks.json.
+    pub fn register(
+        &mut self,
+        spec: CommandSpec,
+        body: Arc<dyn CommandBody>,
+    ) -> Result<(), RegistryError> {
+        let name = spec.name.clone();
+        self.declare(spec, "native")?;
+        self.add_hook(HookEntry {
+            name: format!("{name}-body"),
+            origin: "native".into(),
+            point: HookPoint::new(Operation::CommandInvoked, Phase::In),
+            command: Some(name),
+            priority: DEFAULT_PRIORITY,
+            kind: ExecutorKind::Native,
+            executor: Arc::new(BodyExecutor::new(body)),
+        })
+    }
+
+    /// Add an executor. One filtered to a command needs that command declared.
+    pub fn add_hook(&mut self, entry: HookEntry) -> Result<(), RegistryError> {
+        if let Some(command) = &entry.command {
+            if entry.point.operation != Operation::CommandInvoked {
+                return Err(RegistryError::CommandFilterOutsideCommands {
+                    hook: entry.qualified_name(),
+                    point: entry.point.to_string(),
+                });
+            }
+            if !self.commands.contains_key(command) {
+                return Err(RegistryError::UnknownCommand {
+                    hook: entry.qualified_name(),
+                    command: command.clone(),
+                });
+            }
+        }
+        self.hooks.push(entry);
+        Ok(())
+    }
+
+    pub fn is_declared(&self, command: &str) -> bool {
+        self.commands.contains_key(command)
+    }
+
+    /// The declared body timeout of `command`.
+    pub fn timeout_of(&self, command: &str) -> Option<std::time::Duration> {
+        self.commands.get(command).map(|c| c.spec.timeout())
+    }
+
+    /// Freeze the registry. A declared command that no `command.invoked.in`
+    /// executor serves would fail every time it is sent, so it is left out
+    /// and returned for the load report: its text goes to the model instead.
+    pub fn freeze(mut self) -> (CommandRegistry, Vec<RegisteredCommand>) {
+        let body_point = HookPoint::new(Operation::CommandInvoked, Phase::In);
+        let served = |name: &String| {
+            self.hooks
+                .iter()
+                .any(|hook| hook.point == body_point && hook.command.as_ref() == Some(name))
+        };
+        let bodiless: Vec<String> = self
+            .commands
+            .keys()
+            .filter(|name| !served(name))
+            .cloned()
+            .collect();
+        let bodiless = bodiless
+            .iter()
+            .filter_map(|name| self.commands.remove(name))
+            .collect();
+        let registry = CommandRegistry {
+            commands: self.commands,
+            hooks: HookChains::new(self.hooks),
+        };
+        (registry, bodiless)
+    }
+}
+
+/// A message that names a registered command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandCall<'a> {
+    pub name: &'a str,
+    pub raw_arguments: &'a str,
+}
+
+/// Why a command produced no outcome, as the sender is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandFailure {
+    /// The arguments do not fit; the message includes the usage line.
+    #[error("{0}")]
+    Usage(String),
+    /// A policy or the body refused the sender.
+    #[error("{0}")]
+    Refused(String),
+    /// The body failed, trapped, timed out or ran out of memory.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The frozen registry: every command and every hook chain of one
+/// generation. Cheap to share; a reload builds a new one.
+#[derive(Clone, Default)]
+pub struct CommandRegistry {
+    commands: BTreeMap<String, RegisteredCommand>,
+    hooks: HookChains,
+}
+
+impl CommandRegistry {
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Every command, by name: what the agent card publishes.
+    pub fn commands(&self) -> impl Iterator<Item = &RegisteredCommand> {
+        self.commands.values()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&RegisteredCommand> {
+        self.commands.get(name)
+    }
+
+    pub fn hooks(&self) -> &HookChains {
+        &self.hooks
+    }
+
+    /// A message that is exactly `/<name> <arguments>` (or `/<name>`) for a
+    /// registered name is a command; anything else, an unregistered `/name`
+    /// included, is an ordinary message.
+    pub fn parse<'a>(&self, text: &'a str) -> Option<CommandCall<'a>> {
+        let rest = text.strip_prefix('/')?;
+        let (name, raw_arguments) = match rest.find(char::is_whitespace) {
+            Some(end) => (&rest[..end], rest[end..].trim()),
+            None => (rest, ""),
+        };
+        self.commands.contains_key(name).then_some(CommandCall {
+            name,
+            raw_arguments,
+        })
+    }
+
+    /// Run a command through `command.invoked`: arguments validated, then the
+    /// `pre` chain (policy), the `in` chain (the body), the `post` chain.
+    pub async fn invoke(
+        &self,
+        call: CommandCall<'_>,
+        sender: Participant,
+        task: TaskView,
+    ) -> Result<Outcome, CommandFailure> {
+        let registered = self.commands.get(call.name).ok_or_else(|| {
+            CommandFailure::Failed(format!("/{} is not a registered command", call.name))
+        })?;
+        let spec = &registered.spec;
+        let arguments = spec
+            .parse_arguments(call.raw_arguments)
+            .map_err(|err| CommandFailure::Usage(err.to_string()))?;
+        let context = CommandContext {
+            command: InvokedCommand {
+                name: spec.name.clone(),
+                raw_arguments: call.raw_arguments.to_owned(),
+                arguments,
+                usage: spec.usage.clone(),
+                roles: spec.roles.clone(),
+            },
+            sender,
+            task,
+            result: None,
+        };
+        let mut context = encode(&context, &spec.name)?;
+        for phase in [Phase::Pre, Phase::In, Phase::Post] {
+            let point = HookPoint::new(Operation::CommandInvoked, phase);
+            context = self
+                .hooks
+                .run(point, Some(&spec.name), context)
+                .await
+                .map_err(|err| chain_failure(&spec.name, err))?;
+        }
+        // Only the result matters now; the rest of the context is not read back.
+        let result = Option::<CommandResult>::deserialize(&context["result"]).map_err(|err| {
+            CommandFailure::Failed(format!(
+                "command /{}: an executor left a result out of shape: {err}",
+                spec.name
+            ))
+        })?;
+        match result {
+            Some(CommandResult::Outcome(outcome)) => Ok(outcome),
+            Some(CommandResult::Error(error)) => Err(body_failure(&spec.name, error)),
+            None => Err(CommandFailure::Failed(format!(
+                "command /{} has no body: no executor on command.invoked.in set a result",
+                spec.name
+            ))),
+        }
+    }
+}
+
+fn encode(context: &CommandContext, name: &str) -> Result<Value, CommandFailure> {
+    serde_json::to_value(context).map_err(|err| {
+        CommandFailure::Failed(format!("command /{name}: cannot encode its context: {err}"))
+    })
+}
+
+fn chain_failure(name: &str, err: ChainError) -> CommandFailure {
+    match err {
+        ChainError::Aborted { abort, .. } => match abort.reason {
+            AbortReason::Refused | AbortReason::Policy => CommandFailure::Refused(abort.message),
+            AbortReason::Invalid => {
+                CommandFailure::Failed(format!("command /{name}: {}", abort.message))
+            }
+        },
+        ChainError::Fault { by, fault } => {
+            tracing::warn!(command = name, executor = by, %fault, "command executor fault");
+            CommandFailure::Failed(format!("command /{name} {fault}"))
+        }
+    }
+}
+
+fn body_failure(name: &str, error: CommandError) -> CommandFailure {
+    match error {
+        CommandError::Usage(message) => CommandFailure::Usage(message),
+        CommandError::Refused(message) => CommandFailure::Refused(message),
+        CommandError::Failed(message) => {
+            CommandFailure::Failed(format!("command /{name} failed: {message}"))
+        }
+    }
+}

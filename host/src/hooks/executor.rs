@@ -1,0 +1,103 @@
+//! What an executor is: something that takes a hook point and a JSON context
+//! and decides to pass, replace the context, or abort the operation.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::HookPoint;
+
+/// A boxed, sendable future, so executors of different kinds share one trait
+/// object type.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why an executor stopped an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AbortReason {
+    /// The sender may not do this.
+    Refused,
+    /// A policy forbids it.
+    Policy,
+    /// The input is not acceptable.
+    Invalid,
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AbortReason::Refused => "refused",
+            AbortReason::Policy => "policy",
+            AbortReason::Invalid => "invalid",
+        })
+    }
+}
+
+/// An executor's typed refusal of an operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Abort {
+    pub reason: AbortReason,
+    pub message: String,
+}
+
+/// An executor's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// Leave the context as it is.
+    Pass,
+    /// Continue with this context instead.
+    Replace(Value),
+    /// Stop the operation.
+    Abort(Abort),
+}
+
+/// An executor that could not give an answer. Unlike an [`Abort`], this is a
+/// fault: the operation fails, and nothing passes through silently.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecutorFault {
+    #[error("timed out after {} ms", .0.as_millis())]
+    Timeout(Duration),
+    #[error("ran out of memory (limit {limit_bytes} bytes)")]
+    OutOfMemory { limit_bytes: u64 },
+    #[error("trapped: {0}")]
+    Trap(String),
+    #[error("remote executor unreachable: {0}")]
+    Unreachable(String),
+    #[error("answered out of shape: {0}")]
+    BadAnswer(String),
+    #[error("failed: {0}")]
+    Failed(String),
+}
+
+/// Runs one hook point's logic. Implemented by Wasm components, remote
+/// JSON-RPC endpoints and native Rust closures.
+pub trait Executor: Send + Sync + 'static {
+    /// Decide on `context` at `point`.
+    fn execute<'a>(
+        &'a self,
+        point: HookPoint,
+        context: &'a Value,
+    ) -> BoxFuture<'a, Result<Decision, ExecutorFault>>;
+}
+
+/// Where an executor came from, for messages and the load report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecutorKind {
+    Wasm,
+    Remote,
+    Native,
+}
+
+impl fmt::Display for ExecutorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ExecutorKind::Wasm => "wasm",
+            ExecutorKind::Remote => "remote",
+            ExecutorKind::Native => "native",
+        })
+    }
+}

@@ -1,0 +1,111 @@
+//! What executors and command bodies may see of a task: a read-only view,
+//! never the task itself.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A participant's role in one conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Started the conversation; may add participants and complete it.
+    Reporter,
+    /// Works on the conversation; may send, run commands and complete.
+    Assignee,
+    /// Reads and subscribes only.
+    Watcher,
+    /// Named in the configuration; may do everything.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Reporter, Role::Assignee, Role::Watcher, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Reporter => "reporter",
+            Role::Assignee => "assignee",
+            Role::Watcher => "watcher",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Role::ALL
+            .into_iter()
+            .find(|role| role.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown role `{s}`: expected reporter, assignee, watcher or admin")
+            })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Participant {
+    pub id: String,
+    pub role: Role,
+}
+
+/// A delegated child task as its parent sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubtaskView {
+    pub id: String,
+    pub goal: String,
+    /// The A2A state name, e.g. `TASK_STATE_WORKING`.
+    pub state: String,
+}
+
+/// A read-only snapshot of a task, handed to command bodies and hooks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskView {
+    pub id: String,
+    pub context_id: String,
+    /// The A2A state name, e.g. `TASK_STATE_INPUT_REQUIRED`.
+    pub state: String,
+    #[serde(default)]
+    pub sub_state: Option<String>,
+    pub model: String,
+    pub effort: String,
+    #[serde(default)]
+    pub selectable_models: Vec<String>,
+    #[serde(default)]
+    pub participants: Vec<Participant>,
+    #[serde(default)]
+    pub subtasks: Vec<SubtaskView>,
+    #[serde(default)]
+    pub turn_count: u32,
+}
+
+impl TaskView {
+    /// A fresh conversation with one reporter, for trying commands without a
+    /// server (`tiny-harness plugins run`) and for tests.
+    pub fn scratch(reporter: &str) -> Self {
+        TaskView {
+            id: "scratch-task".into(),
+            context_id: "scratch-context".into(),
+            state: "TASK_STATE_INPUT_REQUIRED".into(),
+            sub_state: Some("awaiting-next-message".into()),
+            model: "offline-echo".into(),
+            effort: "medium".into(),
+            selectable_models: vec!["offline-echo".into()],
+            participants: vec![Participant {
+                id: reporter.into(),
+                role: Role::Reporter,
+            }],
+            subtasks: Vec::new(),
+            turn_count: 0,
+        }
+    }
+}
