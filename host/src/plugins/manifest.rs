@@ -1,0 +1,256 @@
+//! The three manifest files of a plugin directory: plugin.json,
+//! commands.json, hooks.json. See docs/contracts.md for their shapes.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::wasm::{DEFAULT_MEMORY_BYTES, MAX_MEMORY_BYTES};
+use crate::commands::CommandSpec;
+
+/// plugin.json: who the plugin is. Agent Plugins 1.0 compatible, so fields
+/// this harness does not use (author, homepage, ...) are accepted and ignored.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct PluginManifest {
+    pub name: String,
+    pub version: semver::Version,
+    #[serde(default)]
+    pub description: String,
+    /// Defaults for the values the plugin reads with `host.config(key)`.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// Resource limits for every instance of the plugin's components.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Linear memory per instance, in MiB.
+    pub memory_mib: Option<u64>,
+}
+
+impl Limits {
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_mib
+            .map(|mib| mib << 20)
+            .unwrap_or(DEFAULT_MEMORY_BYTES)
+    }
+}
+
+/// Why a plugin.json is invalid; the whole plugin is rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("plugin.json is missing")]
+    Missing,
+    #[error("plugin.json cannot be read: {0}")]
+    Unreadable(String),
+    #[error("plugin.json is invalid: {0}")]
+    Invalid(String),
+}
+
+impl PluginManifest {
+    pub fn parse(text: &str) -> Result<Self, ManifestError> {
+        let manifest: PluginManifest =
+            serde_json::from_str(text).map_err(|err| ManifestError::Invalid(err.to_string()))?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    fn validate(&self) -> Result<(), ManifestError> {
+        if !is_valid_plugin_name(&self.name) {
+            return Err(ManifestError::Invalid(format!(
+                "name `{}` must be 1-64 characters of a-z, 0-9, `.` and `-`",
+                self.name
+            )));
+        }
+        if let Some(mib) = self.limits.memory_mib
+            && (mib == 0 || mib << 20 > MAX_MEMORY_BYTES)
+        {
+            return Err(ManifestError::Invalid(format!(
+                "limits.memory_mib must be between 1 and {}",
+                MAX_MEMORY_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// 1-64 characters of `[a-z0-9.-]`.
+pub fn is_valid_plugin_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '.' | '-'))
+}
+
+/// One hooks.json entry.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookDeclaration {
+    pub name: String,
+    pub point: String,
+    /// For `command.invoked.*`: the command it serves.
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    /// A component file inside the plugin directory...
+    #[serde(default)]
+    pub component: Option<String>,
+    /// ...or a remote JSON-RPC endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where a hook's executor lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecutorSource {
+    Component(String),
+    Remote(String),
+}
+
+impl HookDeclaration {
+    pub fn source(&self) -> Result<ExecutorSource, String> {
+        match (&self.component, &self.url) {
+            (Some(path), None) => Ok(ExecutorSource::Component(path.clone())),
+            (None, Some(url)) => Ok(ExecutorSource::Remote(url.clone())),
+            (Some(_), Some(_)) => Err("has both `component` and `url`; give one".into()),
+            (None, None) => Err("has neither `component` nor `url`".into()),
+        }
+    }
+}
+
+/// Entries of a manifest list, each parsed on its own so that one bad entry
+/// is skipped (with its reason) without losing the others.
+pub struct Entries<T> {
+    pub valid: Vec<T>,
+    /// `(label, reason)` for each entry that did not parse.
+    pub invalid: Vec<(String, String)>,
+}
+
+/// Parse `{"<key>": [entry, ...]}`. A file that is not of that shape at all
+/// is an error for the whole file.
+pub fn parse_entries<T: serde::de::DeserializeOwned>(
+    text: &str,
+    key: &str,
+) -> Result<Entries<T>, String> {
+    let document: Value = serde_json::from_str(text).map_err(|err| err.to_string())?;
+    let list = document
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("expected an object with a `{key}` array"))?;
+    let mut entries = Entries {
+        valid: Vec::new(),
+        invalid: Vec::new(),
+    };
+    for (index, entry) in list.iter().enumerate() {
+        let label = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("#{index}"));
+        match T::deserialize(entry) {
+            Ok(parsed) => entries.valid.push(parsed),
+            Err(err) => entries.invalid.push((label, err.to_string())),
+        }
+    }
+    Ok(entries)
+}
+
+/// commands.json entries.
+pub fn parse_commands(text: &str) -> Result<Entries<CommandSpec>, String> {
+    parse_entries(text, "commands")
+}
+
+/// hooks.json entries.
+pub fn parse_hooks(text: &str) -> Result<Entries<HookDeclaration>, String> {
+    parse_entries(text, "hooks")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_follow_the_agent_plugins_rule() {
+        for good in ["builtin", "a", "my-plugin.v2", &"x".repeat(64)] {
+            assert!(is_valid_plugin_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "Bad",
+            "has space",
+            "under_score",
+            &"x".repeat(65),
+            "../up",
+        ] {
+            assert!(!is_valid_plugin_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plugin_json_is_validated() {
+        let ok = PluginManifest::parse(r#"{"name": "p", "version": "1.2.3", "homepage": "x"}"#)
+            .expect("valid");
+        assert_eq!(ok.limits.memory_bytes(), DEFAULT_MEMORY_BYTES);
+        for bad in [
+            r#"{"name": "P", "version": "1.0.0"}"#,
+            r#"{"name": "p", "version": "one"}"#,
+            r#"{"version": "1.0.0"}"#,
+            r#"{"name": "p", "version": "1.0.0", "limits": {"memory_mib": 0}}"#,
+            r#"{"name": "p", "version": "1.0.0", "limits": {"memory_mib": 4096}}"#,
+            r#"{"name": "p", "version": "1.0.0", "limits": {"memroy_mib": 4}}"#,
+            "not json",
+        ] {
+            assert!(PluginManifest::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_bad_entry_is_skipped_and_the_rest_kept() {
+        let hooks = parse_hooks(
+            r#"{"hooks": [
+                {"name": "ok", "point": "command.invoked.pre", "component": "a.wasm"},
+                {"name": "typo", "point": "command.invoked.pre", "componnet": "a.wasm"},
+                {"point": "x"}
+            ]}"#,
+        )
+        .expect("file parses");
+        assert_eq!(hooks.valid.len(), 1);
+        assert_eq!(hooks.invalid.len(), 2);
+        assert_eq!(hooks.invalid[0].0, "typo");
+        assert!(
+            hooks.invalid[0].1.contains("componnet"),
+            "{:?}",
+            hooks.invalid
+        );
+        assert_eq!(hooks.invalid[1].0, "#2");
+        assert!(parse_hooks(r#"{"hook": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_hook_needs_exactly_one_source() {
+        let declaration = |component: Option<&str>, url: Option<&str>| HookDeclaration {
+            name: "h".into(),
+            point: "command.invoked.pre".into(),
+            command: None,
+            priority: None,
+            component: component.map(Into::into),
+            url: url.map(Into::into),
+            timeout_ms: None,
+        };
+        assert!(declaration(Some("a.wasm"), None).source().is_ok());
+        assert!(declaration(None, Some("http://x")).source().is_ok());
+        assert!(
+            declaration(Some("a.wasm"), Some("http://x"))
+                .source()
+                .is_err()
+        );
+        assert!(declaration(None, None).source().is_err());
+    }
+}

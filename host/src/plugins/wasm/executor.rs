@@ -1,0 +1,50 @@
+//! Components as hook executors and command bodies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::component::PluginComponent;
+use crate::commands::{BodyResult, CommandBody, Invocation};
+use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
+
+/// A component's typed `command.run` export as a command body.
+pub struct WasmCommandBody {
+    component: Arc<PluginComponent>,
+    timeout: Duration,
+}
+
+impl WasmCommandBody {
+    pub fn new(component: Arc<PluginComponent>, timeout: Duration) -> Self {
+        WasmCommandBody { component, timeout }
+    }
+}
+
+impl CommandBody for WasmCommandBody {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'_, BodyResult> {
+        Box::pin(self.component.run_command(invocation, self.timeout))
+    }
+}
+
+/// A component's `hook.handle` export as an executor for any hook point.
+pub struct WasmHookExecutor {
+    component: Arc<PluginComponent>,
+    timeout: Duration,
+}
+
+impl WasmHookExecutor {
+    pub fn new(component: Arc<PluginComponent>, timeout: Duration) -> Self {
+        WasmHookExecutor { component, timeout }
+    }
+}
+
+impl Executor for WasmHookExecutor {
+    fn execute<'a>(
+        &'a self,
+        point: HookPoint,
+        context: &'a Value,
+    ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
+        Box::pin(self.component.handle_hook(point, context, self.timeout))
+    }
+}
