@@ -1,0 +1,12 @@
+//! End-to-end tests: real components built from source by `host/build.rs`,
+//! the real `tiny-harness` binary, real HTTP. One test binary (modules per
+//! area) keeps link times down.
+
+// A test binary has no public API; `pub` here only shares helpers between modules.
+#![allow(unreachable_pub)]
+
+mod support;
+
+mod cli;
+mod plugin_host;
+mod remote_executors;
