@@ -2,16 +2,20 @@
 //! WebAssembly components.
 //!
 //! The pieces, in the order data flows through them:
+//! - [`a2a`]: the protocol types, errors and bindings (JSON-RPC, HTTP+JSON,
+//!   SSE, the agent card);
+//! - [`task`]: the conversation lifecycle behind every binding;
 //! - [`commands`]: `/<name> <arguments>` messages, their declarations and the
 //!   frozen registry that runs them;
 //! - [`hooks`]: hook points and the chains of executors (Wasm, remote,
 //!   native) that run at them;
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
-//! - [`task`]: the conversation lifecycle and the views executors get.
+//! - [`model`]: model providers, with a deterministic offline default.
 
 pub mod a2a;
 pub mod commands;
 pub mod hooks;
+pub mod model;
 pub mod plugins;
 pub mod task;

@@ -7,11 +7,13 @@
 //! ([`RegistryBuilder::register`]); the registry is frozen before tasks run.
 
 mod body;
+mod generation;
 mod invocation;
 mod registry;
 mod spec;
 
 pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
+pub use generation::Registries;
 pub use invocation::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,
