@@ -10,3 +10,4 @@ mod support;
 mod cli;
 mod plugin_host;
 mod remote_executors;
+mod server;
