@@ -1,16 +1,24 @@
 //! Model providers. The embedded default is a deterministic offline model,
 //! so the harness converses on a fresh machine with no network or keys.
 //!
-//! SKELETON: the trait is the contract with the task lifecycle.
+//! The trait is the contract with the task lifecycle: a request (model,
+//! effort, the conversation so far) in, a stream of progress and one reply
+//! out. Dropping the stream must stop the work: that is how a turn is cut.
+
+mod offline;
 
 use std::pin::Pin;
 
 use futures_core::Stream;
+use serde::{Deserialize, Serialize};
 
 use crate::a2a::types::Message;
 
-/// What the lifecycle asks a model.
-#[derive(Clone, Debug)]
+pub use offline::{MAX_WORK_SECONDS, OfflineModel};
+
+/// What the lifecycle asks a model. It is also the `request` of the
+/// `llm.invoked` hook context, so executors may read and replace it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     pub model: String,
     pub effort: String,

@@ -1,8 +1,44 @@
 //! Tasks: the conversation lifecycle and what the rest of the harness may see
 //! of a task.
+//!
+//! A task a participant starts is a conversation (decision 007): each turn
+//! ends in `INPUT_REQUIRED` with a `sub_state` in metadata, and it stays open
+//! until a participant completes it (a control envelope) or cancels it.
+//! Tasks the agent delegates complete on their own.
+//!
+//! * `service`: the API the A2A bindings call.
+//! * `actor`: one Tokio task per task, owning its lifecycle; `job`: the
+//!   turn it runs, which it can cut.
+//! * `classify`: what a message is; `access`: who may do what;
+//!   `participants`: task events that change participants.
+//! * `turn`: model and command turns; `effects`: checking what commands ask
+//!   for; `completion`: the `task.complete` decision; `subtasks`: delegated
+//!   tasks; `screen`: the `request.received` policy point; `notify`:
+//!   notification hooks.
+//! * `state`: a task as a plain value and the only way it changes; `store`:
+//!   where records live; `events`: the streams clients read; `listing`:
+//!   `ListTasks`.
 
+mod access;
+mod actor;
+mod classify;
+mod completion;
+mod effects;
+mod events;
+mod job;
+mod listing;
+mod notify;
+mod participants;
+mod screen;
 mod service;
+mod state;
+mod store;
+mod subtasks;
+mod turn;
 mod view;
+
+#[cfg(test)]
+mod tests;
 
 pub use service::{Caller, EventStream, TaskService, TaskSettings};
 pub use view::{Participant, Role, SubtaskView, TaskView};

@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::a2a::types::TaskState;
+
 /// A participant's role in one conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -67,6 +69,16 @@ pub struct SubtaskView {
     pub state: String,
 }
 
+impl SubtaskView {
+    /// Not finished yet: its state is not a terminal one.
+    pub fn is_open(&self) -> bool {
+        !self
+            .state
+            .parse::<TaskState>()
+            .is_ok_and(TaskState::is_terminal)
+    }
+}
+
 /// A read-only snapshot of a task, handed to command bodies and hooks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskView {
@@ -89,6 +101,11 @@ pub struct TaskView {
 }
 
 impl TaskView {
+    /// The sub-tasks that have not finished.
+    pub fn open_subtasks(&self) -> impl Iterator<Item = &SubtaskView> {
+        self.subtasks.iter().filter(|subtask| subtask.is_open())
+    }
+
     /// A fresh conversation with one reporter, for trying commands without a
     /// server (`tiny-harness plugins run`) and for tests.
     pub fn scratch(reporter: &str) -> Self {

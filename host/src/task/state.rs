@@ -1,0 +1,496 @@
+//! One task's state as a plain value, the changes it goes through, and how it
+//! renders as A2A objects.
+//!
+//! Everything here is synchronous and deterministic: [`TaskRecord::apply`]
+//! is the only place a task changes, and it returns the event the change
+//! produces (with the task's next sequence number). The store calls it under
+//! its lock; a durable store persists the same changes.
+
+use serde_json::{Value, json};
+
+use super::events::Sequenced;
+use super::view::{Participant, SubtaskView, TaskView};
+use crate::a2a::types::{
+    Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
+};
+
+/// Where the status extension writes the sub-state (decision 007).
+pub(crate) const SUB_STATE_KEY: &str = "sub_state";
+/// Task metadata of a parent: its delegated sub-tasks.
+pub(crate) const SUBTASKS_KEY: &str = "subtasks";
+/// Task metadata of a delegated task: the task that spawned it.
+pub(crate) const PARENT_KEY: &str = "parent_task_id";
+
+/// A fresh server-generated id for tasks, contexts, messages and artifacts.
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Why a conversation is parked in `INPUT_REQUIRED`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SubState {
+    /// The agent replied; the conversation waits for whatever comes next.
+    AwaitingNextMessage,
+    /// The agent asked the participants a question.
+    AwaitingAnswer,
+}
+
+impl SubState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SubState::AwaitingNextMessage => "awaiting-next-message",
+            SubState::AwaitingAnswer => "awaiting-answer",
+        }
+    }
+}
+
+/// How a task lives and ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Lifecycle {
+    /// Started by a participant's message: each turn parks in
+    /// `INPUT_REQUIRED` until a participant completes or cancels it.
+    Conversation,
+    /// Delegated by another task: runs its goal as one model turn and then
+    /// completes (or fails) on its own.
+    Delegated { parent_id: String, goal: String },
+}
+
+/// One task, everything the harness knows about it.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskRecord {
+    pub(crate) id: String,
+    pub(crate) context_id: String,
+    pub(crate) lifecycle: Lifecycle,
+    /// The status as stored: its message carries no sub-state; that is
+    /// added when rendering, so leaving `INPUT_REQUIRED` drops it everywhere.
+    pub(crate) status: TaskStatus,
+    /// Set only while the state is `INPUT_REQUIRED`.
+    pub(crate) sub_state: Option<SubState>,
+    pub(crate) history: Vec<Message>,
+    pub(crate) artifacts: Vec<Artifact>,
+    pub(crate) participants: Vec<Participant>,
+    pub(crate) model: String,
+    pub(crate) effort: String,
+    pub(crate) subtasks: Vec<SubtaskView>,
+    /// Messages received from participants (each is one turn).
+    pub(crate) turn_count: u32,
+    /// The sequence number of the last event this task produced.
+    pub(crate) seq: u64,
+    /// Where the task sorts among all tasks by last status change; the store
+    /// assigns it.
+    pub(crate) revision: u64,
+}
+
+/// A change to a task. [`TaskRecord::apply`] is the only way one happens.
+#[derive(Clone, Debug)]
+pub(crate) enum Change {
+    /// A participant's message was accepted.
+    Received(Message),
+    /// The status changed.
+    Status(StatusChange),
+    /// An artifact was added.
+    Artifact(Artifact),
+    Model(String),
+    Effort(String),
+    /// Participants added, or their roles changed.
+    Participants(Vec<Participant>),
+    /// A delegated sub-task was added or changed state.
+    Subtask(SubtaskView),
+}
+
+/// A new status.
+#[derive(Clone, Debug)]
+pub(crate) struct StatusChange {
+    pub(crate) state: TaskState,
+    pub(crate) sub_state: Option<SubState>,
+    pub(crate) message: Option<Message>,
+    /// Whether the message is a reply that joins the history, or transient
+    /// progress shown only in the status.
+    pub(crate) in_history: bool,
+}
+
+impl StatusChange {
+    /// A turn started.
+    pub(crate) fn working() -> Self {
+        StatusChange {
+            state: TaskState::Working,
+            sub_state: None,
+            message: None,
+            in_history: false,
+        }
+    }
+
+    /// Progress while a turn runs; not kept in the history.
+    pub(crate) fn progress(message: Message) -> Self {
+        StatusChange {
+            message: Some(message),
+            ..StatusChange::working()
+        }
+    }
+
+    /// A turn ended with `reply`; the conversation waits for a participant.
+    pub(crate) fn parked(reply: Message, sub_state: SubState) -> Self {
+        StatusChange {
+            state: TaskState::InputRequired,
+            sub_state: Some(sub_state),
+            message: Some(reply),
+            in_history: true,
+        }
+    }
+
+    /// The task ended in terminal `state`, explained by `message`.
+    pub(crate) fn finished(state: TaskState, message: Message) -> Self {
+        StatusChange {
+            state,
+            sub_state: None,
+            message: Some(message),
+            in_history: true,
+        }
+    }
+}
+
+/// What applying a change did.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// The event to publish, if the change produced one.
+    pub(crate) event: Option<Sequenced>,
+    /// `(from, to)` when the state changed.
+    pub(crate) transition: Option<(TaskState, TaskState)>,
+}
+
+impl TaskRecord {
+    /// A task that was just submitted.
+    pub(crate) fn new(
+        id: String,
+        context_id: String,
+        lifecycle: Lifecycle,
+        participants: Vec<Participant>,
+        model: String,
+        effort: String,
+    ) -> Self {
+        TaskRecord {
+            id,
+            context_id,
+            lifecycle,
+            status: TaskStatus::new(TaskState::Submitted),
+            sub_state: None,
+            history: Vec::new(),
+            artifacts: Vec::new(),
+            participants,
+            model,
+            effort,
+            subtasks: Vec::new(),
+            turn_count: 0,
+            seq: 0,
+            revision: 0,
+        }
+    }
+
+    pub(crate) fn state(&self) -> TaskState {
+        self.status.state
+    }
+
+    pub(crate) fn is_terminal(&self) -> bool {
+        self.state().is_terminal()
+    }
+
+    /// Sub-tasks that have not finished.
+    pub(crate) fn open_subtasks(&self) -> impl Iterator<Item = &SubtaskView> {
+        self.subtasks.iter().filter(|subtask| subtask.is_open())
+    }
+
+    /// A message from the agent in this task.
+    pub(crate) fn agent_message(&self, text: impl Into<String>, data: Option<Value>) -> Message {
+        let mut parts = vec![Part::text(text)];
+        parts.extend(data.map(Part::data));
+        Message {
+            task_id: Some(self.id.clone()),
+            context_id: Some(self.context_id.clone()),
+            ..Message::new(MessageRole::Agent, new_id(), parts)
+        }
+    }
+
+    /// Apply `change` at `now`. A terminal task is never restarted: on one,
+    /// only sub-task bookkeeping applies and everything else is ignored.
+    pub(crate) fn apply(&mut self, change: Change, now: Timestamp) -> Applied {
+        if self.is_terminal() && !matches!(change, Change::Subtask(_)) {
+            tracing::warn!(task = %self.id, ?change, "ignored a change to a terminal task");
+            return Applied::default();
+        }
+        match change {
+            Change::Received(message) => {
+                self.history.push(message);
+                self.turn_count += 1;
+                Applied::default()
+            }
+            Change::Status(status) => self.set_status(status, now),
+            Change::Artifact(artifact) => {
+                self.artifacts.push(artifact.clone());
+                let event = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: self.id.clone(),
+                    context_id: self.context_id.clone(),
+                    artifact,
+                    ..TaskArtifactUpdateEvent::default()
+                });
+                self.sequenced(event)
+            }
+            Change::Model(model) => {
+                self.model = model;
+                Applied::default()
+            }
+            Change::Effort(effort) => {
+                self.effort = effort;
+                Applied::default()
+            }
+            Change::Participants(updates) => {
+                for update in updates {
+                    match self.participants.iter_mut().find(|p| p.id == update.id) {
+                        Some(existing) => existing.role = update.role,
+                        None => self.participants.push(update),
+                    }
+                }
+                Applied::default()
+            }
+            Change::Subtask(view) => {
+                match self.subtasks.iter_mut().find(|s| s.id == view.id) {
+                    Some(existing) => *existing = view,
+                    None => self.subtasks.push(view),
+                }
+                Applied::default()
+            }
+        }
+    }
+
+    fn set_status(&mut self, change: StatusChange, now: Timestamp) -> Applied {
+        let from = self.state();
+        if change.in_history
+            && let Some(message) = &change.message
+        {
+            self.history.push(message.clone());
+        }
+        self.sub_state = match change.state {
+            TaskState::InputRequired => change.sub_state.or(Some(SubState::AwaitingNextMessage)),
+            _ => None,
+        };
+        self.status = TaskStatus {
+            state: change.state,
+            message: change.message,
+            timestamp: Some(now),
+        };
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            status: self.rendered_status(),
+            metadata: self.sub_state_metadata(),
+        });
+        Applied {
+            transition: (from != change.state).then_some((from, change.state)),
+            ..self.sequenced(event)
+        }
+    }
+
+    fn sequenced(&mut self, event: StreamResponse) -> Applied {
+        self.seq += 1;
+        Applied {
+            event: Some(Sequenced {
+                seq: self.seq,
+                event,
+            }),
+            transition: None,
+        }
+    }
+
+    /// `{"sub_state": ...}` while parked, else empty.
+    fn sub_state_metadata(&self) -> Metadata {
+        let mut metadata = Metadata::new();
+        if let Some(sub_state) = self.sub_state {
+            metadata.insert(SUB_STATE_KEY.into(), json!(sub_state.as_str()));
+        }
+        metadata
+    }
+
+    /// The status with the sub-state copied into its message, for clients
+    /// that only read the status.
+    fn rendered_status(&self) -> TaskStatus {
+        let mut status = self.status.clone();
+        if let Some(message) = &mut status.message {
+            message.metadata.extend(self.sub_state_metadata());
+        }
+        status
+    }
+
+    fn metadata(&self) -> Metadata {
+        let mut metadata = self.sub_state_metadata();
+        if !self.subtasks.is_empty() {
+            metadata.insert(SUBTASKS_KEY.into(), json!(self.subtasks));
+        }
+        if let Lifecycle::Delegated { parent_id, .. } = &self.lifecycle {
+            metadata.insert(PARENT_KEY.into(), json!(parent_id));
+        }
+        metadata
+    }
+
+    /// The task as A2A shows it, with at most `history_length` recent
+    /// messages (unset: all).
+    pub(crate) fn to_task(&self, history_length: Option<i32>) -> Task {
+        Task {
+            id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            status: self.rendered_status(),
+            artifacts: self.artifacts.clone(),
+            history: recent(&self.history, history_length).to_vec(),
+            metadata: self.metadata(),
+        }
+    }
+
+    /// The read-only view command bodies and hooks get.
+    pub(crate) fn view(&self, selectable_models: &[String]) -> TaskView {
+        TaskView {
+            id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            state: self.state().as_str().to_owned(),
+            sub_state: self.sub_state.map(|s| s.as_str().to_owned()),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+            selectable_models: selectable_models.to_vec(),
+            participants: self.participants.clone(),
+            subtasks: self.subtasks.clone(),
+            turn_count: self.turn_count,
+        }
+    }
+
+    /// How a delegated task appears in its parent's list.
+    pub(crate) fn as_subtask(&self) -> Option<SubtaskView> {
+        match &self.lifecycle {
+            Lifecycle::Delegated { goal, .. } => Some(SubtaskView {
+                id: self.id.clone(),
+                goal: goal.clone(),
+                state: self.state().as_str().to_owned(),
+            }),
+            Lifecycle::Conversation => None,
+        }
+    }
+
+    /// The text of the current status message.
+    pub(crate) fn status_text(&self) -> String {
+        self.status
+            .message
+            .as_ref()
+            .map(message_text)
+            .unwrap_or_default()
+    }
+}
+
+/// The last `length` messages (unset: all; 0: none), per the A2A
+/// `historyLength` semantics.
+pub(crate) fn recent(history: &[Message], length: Option<i32>) -> &[Message] {
+    match length.map(|n| usize::try_from(n).unwrap_or(0)) {
+        Some(n) if n < history.len() => &history[history.len() - n..],
+        _ => history,
+    }
+}
+
+/// Drops all but the last `length` messages of `task`'s history.
+pub(crate) fn trim_history(mut task: Task, length: Option<i32>) -> Task {
+    let keep = recent(&task.history, length).len();
+    task.history.drain(..task.history.len() - keep);
+    task
+}
+
+/// The text parts of a message, joined by newlines.
+pub(crate) fn message_text(message: &Message) -> String {
+    let texts: Vec<&str> = message.parts.iter().filter_map(Part::as_text).collect();
+    texts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::Role;
+
+    fn record() -> TaskRecord {
+        TaskRecord::new(
+            "t1".into(),
+            "c1".into(),
+            Lifecycle::Conversation,
+            vec![Participant {
+                id: "alice".into(),
+                role: Role::Reporter,
+            }],
+            "offline-echo".into(),
+            "medium".into(),
+        )
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_unix_millis(1_700_000_000_000)
+    }
+
+    #[test]
+    fn parking_writes_the_sub_state_everywhere_and_leaving_removes_it() {
+        let mut task = record();
+        let reply = task.agent_message("hi", None);
+        let applied = task.apply(
+            Change::Status(StatusChange::parked(reply, SubState::AwaitingAnswer)),
+            now(),
+        );
+        let Some(Sequenced {
+            seq: 1,
+            event: StreamResponse::StatusUpdate(update),
+        }) = applied.event
+        else {
+            panic!("expected the first status update, got {:?}", applied.event);
+        };
+        assert_eq!(update.metadata[SUB_STATE_KEY], "awaiting-answer");
+        let message = update.status.message.expect("status message");
+        assert_eq!(message.metadata[SUB_STATE_KEY], "awaiting-answer");
+        let rendered = task.to_task(None);
+        assert_eq!(rendered.metadata[SUB_STATE_KEY], "awaiting-answer");
+        // The history keeps the reply without the transient sub-state.
+        assert!(rendered.history[0].metadata.is_empty());
+
+        let applied = task.apply(Change::Status(StatusChange::working()), now());
+        assert_eq!(
+            applied.transition,
+            Some((TaskState::InputRequired, TaskState::Working))
+        );
+        let rendered = task.to_task(None);
+        assert!(!rendered.metadata.contains_key(SUB_STATE_KEY));
+        assert_eq!(task.seq, 2);
+    }
+
+    #[test]
+    fn a_terminal_task_is_never_restarted() {
+        let mut task = record();
+        let message = task.agent_message("done", None);
+        task.apply(
+            Change::Status(StatusChange::finished(TaskState::Completed, message)),
+            now(),
+        );
+        let applied = task.apply(Change::Status(StatusChange::working()), now());
+        assert!(applied.event.is_none());
+        assert_eq!(task.state(), TaskState::Completed);
+        // Sub-task bookkeeping still applies.
+        task.apply(
+            Change::Subtask(SubtaskView {
+                id: "s".into(),
+                goal: "g".into(),
+                state: "TASK_STATE_COMPLETED".into(),
+            }),
+            now(),
+        );
+        assert_eq!(task.subtasks.len(), 1);
+    }
+
+    #[test]
+    fn history_length_keeps_the_most_recent() {
+        let messages: Vec<Message> = (0..5)
+            .map(|i| Message::new(MessageRole::User, format!("m{i}"), vec![Part::text("x")]))
+            .collect();
+        assert_eq!(recent(&messages, None).len(), 5);
+        assert_eq!(recent(&messages, Some(0)).len(), 0);
+        assert_eq!(recent(&messages, Some(2))[0].message_id, "m3");
+        assert_eq!(recent(&messages, Some(9)).len(), 5);
+    }
+}

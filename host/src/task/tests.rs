@@ -1,0 +1,1209 @@
+//! The lifecycle driven through [`TaskService`] with the real built-in
+//! plugin and the offline model.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt as _;
+
+use super::{Caller, EventStream, TaskService, TaskSettings};
+use crate::a2a::error::A2aError;
+use crate::a2a::types::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role as MessageRole,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskState,
+};
+use crate::commands::{CommandRegistry, Registries, RegistryBuilder};
+use crate::hooks::{
+    Abort, AbortReason, Decision, ExecutorKind, HookEntry, HookPoint, NativeExecutor, Operation,
+    Phase,
+};
+use crate::model::OfflineModel;
+use crate::plugins::PluginLoader;
+use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
+
+// --- Fixtures --------------------------------------------------------------------------------
+
+/// One engine for the whole test binary, with a compile cache private to
+/// this run so the built-in component compiles once.
+fn runtime() -> WasmRuntime {
+    static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let cache_dir = std::env::temp_dir()
+                .join(format!("tiny-harness-task-tests-{}", std::process::id()));
+            WasmRuntime::new(RuntimeConfig {
+                cache_dir: Some(cache_dir),
+            })
+            .expect("the Wasm runtime starts")
+        })
+        .clone()
+}
+
+fn settings() -> TaskSettings {
+    TaskSettings {
+        default_model: "offline-echo".into(),
+        selectable_models: vec!["offline-echo".into(), "fast-1".into()],
+        default_effort: "medium".into(),
+        admins: vec!["root".into()],
+    }
+}
+
+fn service() -> TaskService {
+    service_with(CommandRegistry::builder())
+}
+
+/// A service on the built-in plugin plus whatever `builder` holds.
+fn service_with(builder: RegistryBuilder) -> TaskService {
+    let loaded = PluginLoader::new(runtime()).load(None, builder);
+    assert!(!loaded.report.has_problems(), "{}", loaded.report);
+    TaskService::new(
+        settings(),
+        Registries::new(loaded.registry),
+        Arc::new(OfflineModel::new()),
+    )
+}
+
+/// A registry builder with one native executor at `point`.
+fn native_hook(
+    point: HookPoint,
+    priority: i32,
+    handler: impl Fn(&Value) -> Decision + Send + Sync + 'static,
+) -> RegistryBuilder {
+    with_hook(CommandRegistry::builder(), point, priority, handler)
+}
+
+/// `builder` with a native executor at `point`.
+fn with_hook(
+    mut builder: RegistryBuilder,
+    point: HookPoint,
+    priority: i32,
+    handler: impl Fn(&Value) -> Decision + Send + Sync + 'static,
+) -> RegistryBuilder {
+    builder
+        .add_hook(HookEntry {
+            name: format!("test-{point}"),
+            origin: "native".into(),
+            point,
+            command: None,
+            priority,
+            kind: ExecutorKind::Native,
+            executor: Arc::new(NativeExecutor::new(move |_, context: &Value| {
+                Ok(handler(context))
+            })),
+        })
+        .expect("hook registers");
+    builder
+}
+
+fn who(id: &str) -> Caller {
+    Caller { id: id.into() }
+}
+
+fn user_message(task_id: Option<&str>, parts: Vec<Part>) -> Message {
+    Message {
+        task_id: task_id.map(Into::into),
+        ..Message::new(MessageRole::User, uuid::Uuid::new_v4().to_string(), parts)
+    }
+}
+
+fn request(message: Message) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: None,
+        message,
+        configuration: None,
+        metadata: Default::default(),
+    }
+}
+
+fn say(task_id: Option<&str>, text: &str) -> SendMessageRequest {
+    request(user_message(task_id, vec![Part::text(text)]))
+}
+
+fn control(task_id: &str, action: &str) -> SendMessageRequest {
+    let envelope = json!({ "kind": "control", "action": action });
+    request(user_message(Some(task_id), vec![Part::data(envelope)]))
+}
+
+fn grant(task_id: &str, id: &str, role: &str) -> SendMessageRequest {
+    let envelope = json!({
+        "kind": "task",
+        "payload": { "participants": [{ "id": id, "role": role }] }
+    });
+    request(user_message(Some(task_id), vec![Part::data(envelope)]))
+}
+
+fn configured(
+    mut request: SendMessageRequest,
+    configuration: SendMessageConfiguration,
+) -> SendMessageRequest {
+    request.configuration = Some(configuration);
+    request
+}
+
+fn immediately(request: SendMessageRequest) -> SendMessageRequest {
+    configured(
+        request,
+        SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        },
+    )
+}
+
+async fn send(
+    service: &TaskService,
+    caller: &str,
+    request: SendMessageRequest,
+) -> Result<Task, A2aError> {
+    match service.send_message(&who(caller), request).await? {
+        SendMessageResponse::Task(task) => Ok(task),
+        SendMessageResponse::Message(message) => panic!("expected a task, got {message:?}"),
+    }
+}
+
+async fn start(service: &TaskService, caller: &str, text: &str) -> Task {
+    send(service, caller, say(None, text))
+        .await
+        .expect("the conversation starts")
+}
+
+async fn get(service: &TaskService, caller: &str, id: &str) -> Result<Task, A2aError> {
+    let request = GetTaskRequest {
+        id: id.into(),
+        ..Default::default()
+    };
+    service.get_task(&who(caller), request).await
+}
+
+async fn subscribe(service: &TaskService, caller: &str, id: &str) -> Result<EventStream, A2aError> {
+    let request = SubscribeToTaskRequest {
+        id: id.into(),
+        ..Default::default()
+    };
+    service.subscribe(&who(caller), request).await
+}
+
+async fn cancel(service: &TaskService, caller: &str, id: &str) -> Result<Task, A2aError> {
+    let request = CancelTaskRequest {
+        id: id.into(),
+        ..Default::default()
+    };
+    service.cancel_task(&who(caller), request).await
+}
+
+/// Fails the test instead of hanging it.
+async fn within<T>(seconds: u64, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(seconds), future)
+        .await
+        .expect("timed out")
+}
+
+/// Wait until task `id` satisfies `done`, woken by its events (each
+/// subscription lasts until a turn ends, so it subscribes again).
+async fn wait_for(service: &TaskService, id: &str, done: impl Fn(&Task) -> bool) -> Task {
+    within(20, async {
+        loop {
+            let task = get(service, "alice", id).await.expect("visible");
+            if done(&task) {
+                return task;
+            }
+            assert!(
+                !task.status.state.is_terminal(),
+                "finished without: {task:#?}"
+            );
+            // A task that finished meanwhile cannot be subscribed to; look again.
+            if let Ok(mut events) = subscribe(service, "alice", id).await {
+                while events.next().await.is_some() {
+                    if done(&get(service, "alice", id).await.expect("visible")) {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await
+}
+
+async fn collect(stream: EventStream) -> Vec<StreamResponse> {
+    within(20, stream.collect::<Vec<_>>()).await
+}
+
+// --- Reading results -------------------------------------------------------------------------
+
+fn sub_state(task: &Task) -> Option<&str> {
+    task.metadata.get("sub_state").and_then(Value::as_str)
+}
+
+/// The text of the task's status message.
+fn status_text(task: &Task) -> String {
+    let message = task.status.message.as_ref().expect("a status message");
+    message.parts[0].as_text().expect("text").to_owned()
+}
+
+fn subtasks(task: &Task) -> Vec<Value> {
+    task.metadata
+        .get("subtasks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn assert_parked(task: &Task, expected: &str) {
+    assert_eq!(task.status.state, TaskState::InputRequired, "{task:#?}");
+    assert_eq!(sub_state(task), Some(expected));
+    let message = task.status.message.as_ref().expect("status message");
+    assert_eq!(message.metadata["sub_state"], expected);
+    assert_eq!(message.role, MessageRole::Agent);
+}
+
+fn is_role_refused(result: Result<impl std::fmt::Debug, A2aError>) -> bool {
+    matches!(result, Err(A2aError::RoleRefused { ref role, .. }) if role == "watcher")
+}
+
+// --- Conversations ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_parks_after_every_turn() {
+    let service = service();
+    let first = start(&service, "alice", "hello").await;
+    assert_parked(&first, "awaiting-next-message");
+    assert!(
+        status_text(&first).starts_with("You said: hello\n"),
+        "{first:#?}"
+    );
+    let id = first.id.clone();
+
+    let streamed = service
+        .send_streaming_message(&who("alice"), say(Some(&id), "second"))
+        .await
+        .expect("accepted");
+    let events = collect(streamed).await;
+    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
+        panic!("the stream ends with a status update: {events:#?}");
+    };
+    assert_eq!(last.status.state, TaskState::InputRequired);
+    assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
+
+    let third = send(&service, "alice", say(Some(&id), "third"))
+        .await
+        .expect("sent");
+    assert_parked(&third, "awaiting-next-message");
+    assert_eq!(third.id, id);
+    assert_eq!(third.context_id, first.context_id);
+    assert_eq!(third.history.len(), 6);
+    for (index, message) in third.history.iter().enumerate() {
+        let expected = if index % 2 == 0 {
+            MessageRole::User
+        } else {
+            MessageRole::Agent
+        };
+        assert_eq!(message.role, expected);
+        assert!(!message.message_id.is_empty());
+        assert_eq!(message.task_id.as_deref(), Some(id.as_str()));
+        assert_eq!(
+            message.context_id.as_deref(),
+            Some(first.context_id.as_str())
+        );
+    }
+    assert!(
+        third.history[5].parts[0]
+            .as_text()
+            .is_some_and(|t| t.starts_with("You said: third"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_from_the_agent_parks_awaiting_an_answer() {
+    let service = service();
+    let asked = start(&service, "alice", "please ask me something").await;
+    assert_parked(&asked, "awaiting-answer");
+    assert!(status_text(&asked).starts_with("What should I do next?"));
+
+    let answered = send(&service, "alice", say(Some(&asked.id), "Is it late?"))
+        .await
+        .expect("sent");
+    assert_parked(&answered, "awaiting-next-message");
+    assert!(status_text(&answered).starts_with("You asked: Is it late?\nMy answer: "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_during_a_turn_wait_their_turn() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let working = send(
+        &service,
+        "alice",
+        immediately(say(Some(&task.id), "work for 1 seconds")),
+    )
+    .await
+    .expect("accepted");
+    assert_eq!(working.status.state, TaskState::Working);
+    assert_eq!(
+        sub_state(&working),
+        None,
+        "leaving INPUT_REQUIRED drops the sub-state"
+    );
+
+    let queued = within(10, send(&service, "alice", say(Some(&task.id), "next")))
+        .await
+        .expect("sent");
+    let texts: Vec<String> = queued
+        .history
+        .iter()
+        .map(|m| m.parts[0].as_text().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(texts[2], "work for 1 seconds");
+    assert!(texts[3].starts_with("Worked for 1 seconds."), "{texts:?}");
+    assert_eq!(texts[4], "next");
+    assert!(texts[5].starts_with("You said: next"), "{texts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_ids_must_match_and_controls_need_a_task() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let mut wrong = say(Some(&task.id), "hello");
+    wrong.message.context_id = Some("another-context".into());
+    assert!(matches!(
+        send(&service, "alice", wrong).await,
+        Err(A2aError::InvalidParams { .. })
+    ));
+
+    let mut new_task = control("x", "complete");
+    new_task.message.task_id = None;
+    assert!(matches!(
+        send(&service, "alice", new_task).await,
+        Err(A2aError::InvalidParams { .. })
+    ));
+
+    let Err(A2aError::InvalidParams { message, .. }) =
+        send(&service, "alice", control(&task.id, "pause")).await
+    else {
+        panic!("an unknown control is invalid");
+    };
+    assert!(message.contains("complete"), "{message}");
+
+    // A client-chosen contextId is kept for a new task.
+    let mut in_context = say(None, "hello");
+    in_context.message.context_id = Some(task.context_id.clone());
+    let sibling = send(&service, "alice", in_context).await.expect("started");
+    assert_eq!(sibling.context_id, task.context_id);
+    assert_ne!(sibling.id, task.id);
+}
+
+// --- Commands --------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_switches_only_within_the_allowlist() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let shown = send(&service, "alice", say(Some(&task.id), "/model"))
+        .await
+        .expect("sent");
+    assert!(
+        status_text(&shown).starts_with("Model: offline-echo."),
+        "{}",
+        status_text(&shown)
+    );
+    let data = shown
+        .status
+        .message
+        .as_ref()
+        .and_then(|m| m.parts.get(1))
+        .and_then(Part::as_data);
+    assert_eq!(
+        data.map(|d| d["model"].clone()),
+        Some(json!("offline-echo"))
+    );
+
+    let switched = send(&service, "alice", say(Some(&task.id), "/model fast-1"))
+        .await
+        .expect("sent");
+    assert_parked(&switched, "awaiting-next-message");
+    assert_eq!(status_text(&switched), "Switching model to fast-1.");
+    let refused = send(&service, "alice", say(Some(&task.id), "/model gpt-9"))
+        .await
+        .expect("sent");
+    let refusal = status_text(&refused);
+    assert!(
+        refusal.contains("`gpt-9`") && refusal.contains("offline-echo, fast-1"),
+        "{refusal}"
+    );
+
+    let answer = send(&service, "alice", say(Some(&task.id), "hello"))
+        .await
+        .expect("sent");
+    assert!(
+        status_text(&answer).ends_with("(model fast-1, effort medium)"),
+        "{}",
+        status_text(&answer)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effort_switches_between_the_levels() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let set = send(&service, "alice", say(Some(&task.id), "/effort high"))
+        .await
+        .expect("sent");
+    assert_eq!(status_text(&set), "Switching effort to high.");
+    let usage = send(&service, "alice", say(Some(&task.id), "/effort extreme"))
+        .await
+        .expect("sent");
+    assert_parked(&usage, "awaiting-next-message");
+    assert!(
+        status_text(&usage).contains("low, medium, high"),
+        "{}",
+        status_text(&usage)
+    );
+    let answer = send(&service, "alice", say(Some(&task.id), "hello"))
+        .await
+        .expect("sent");
+    assert!(status_text(&answer).ends_with("(model offline-echo, effort high)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_describes_the_task_and_never_reaches_the_model() {
+    let service = service();
+    let task = start(&service, "alice", "/status").await;
+    assert_parked(&task, "awaiting-next-message");
+    let text = status_text(&task);
+    assert!(text.contains("Participants: alice (reporter)"), "{text}");
+    assert!(text.contains("Open sub-tasks: 0"), "{text}");
+    assert!(!text.contains("You said"), "{text}");
+
+    // A command sees the task as the message found it: parked.
+    let again = send(&service, "alice", say(Some(&task.id), "/status"))
+        .await
+        .expect("sent");
+    let text = status_text(&again);
+    assert!(
+        text.contains("State: TASK_STATE_INPUT_REQUIRED (awaiting-next-message)"),
+        "{text}"
+    );
+    assert!(text.contains("Turns: 1"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_task_runs_on_its_own_and_reports_to_its_parent() {
+    let service = service();
+    let parent = start(&service, "alice", "/sub-task summarize the notes").await;
+    assert_parked(&parent, "awaiting-next-message");
+    assert_eq!(
+        status_text(&parent),
+        "Starting a sub-task: summarize the notes"
+    );
+    let listed = subtasks(&parent);
+    assert_eq!(listed.len(), 1, "{parent:#?}");
+    assert_eq!(listed[0]["goal"], "summarize the notes");
+    let child_id = listed[0]["id"].as_str().expect("an id").to_owned();
+
+    let parent = wait_for(&service, &parent.id, |task| {
+        subtasks(task)[0]["state"] == "TASK_STATE_COMPLETED" && !task.artifacts.is_empty()
+    })
+    .await;
+    let artifact = &parent.artifacts[0];
+    assert_eq!(
+        artifact.name.as_deref(),
+        Some(format!("subtask-{child_id}").as_str())
+    );
+    let result = artifact.parts[0].as_text().expect("text");
+    assert!(
+        result.starts_with("You said: summarize the notes"),
+        "{result}"
+    );
+    assert_parked(&parent, "awaiting-next-message");
+
+    let child = get(&service, "alice", &child_id)
+        .await
+        .expect("participants are inherited");
+    assert_eq!(child.status.state, TaskState::Completed);
+    assert_eq!(child.context_id, parent.context_id);
+    assert_eq!(child.metadata["parent_task_id"], json!(parent.id));
+    assert_eq!(sub_state(&child), None);
+    assert!(matches!(
+        send(&service, "alice", say(Some(&child_id), "hi")).await,
+        Err(A2aError::UnsupportedOperation(_))
+    ));
+}
+
+// --- Participants and roles ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_read_but_every_action_is_refused_and_changes_nothing() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let granted = send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    assert_parked(&granted, "awaiting-next-message");
+    assert_eq!(
+        status_text(&granted),
+        "Participants updated: bob (watcher)."
+    );
+
+    let before = get(&service, "bob", &task.id)
+        .await
+        .expect("a watcher reads");
+    assert!(is_role_refused(
+        send(&service, "bob", say(Some(&task.id), "hello")).await
+    ));
+    assert!(is_role_refused(
+        send(&service, "bob", say(Some(&task.id), "/status")).await
+    ));
+    assert!(is_role_refused(
+        send(&service, "bob", control(&task.id, "complete")).await
+    ));
+    assert!(is_role_refused(cancel(&service, "bob", &task.id).await));
+    assert_eq!(get(&service, "bob", &task.id).await.expect("reads"), before);
+
+    // Refused before anything is interrupted: a running turn carries on.
+    let working = send(
+        &service,
+        "alice",
+        immediately(say(Some(&task.id), "work for 1 seconds")),
+    )
+    .await
+    .expect("accepted");
+    assert!(is_role_refused(
+        send(&service, "bob", control(&task.id, "complete")).await
+    ));
+    assert!(is_role_refused(cancel(&service, "bob", &task.id).await));
+    let finished = wait_for(&service, &working.id, |t| {
+        t.status.state == TaskState::InputRequired
+    })
+    .await;
+    assert!(status_text(&finished).starts_with("Worked for 1 seconds."));
+    let mut events = subscribe(&service, "bob", &task.id)
+        .await
+        .expect("a watcher subscribes");
+    assert!(matches!(events.next().await, Some(StreamResponse::Task(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_reporter_or_an_admin_changes_participants() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "carol", "assignee"))
+        .await
+        .expect("granted");
+    let by_assignee = send(&service, "carol", grant(&task.id, "dave", "watcher")).await;
+    assert!(
+        matches!(by_assignee, Err(A2aError::RoleRefused { ref role, .. }) if role == "assignee")
+    );
+    // An assignee converses.
+    let reply = send(&service, "carol", say(Some(&task.id), "I'm here"))
+        .await
+        .expect("sent");
+    assert!(status_text(&reply).starts_with("You said: I'm here"));
+
+    for (id, role) in [("dave", "admin"), ("alice", "watcher")] {
+        let refused = send(&service, "alice", grant(&task.id, id, role)).await;
+        assert!(
+            matches!(refused, Err(A2aError::InvalidParams { .. })),
+            "{id} {role}: {refused:?}"
+        );
+    }
+    // Admins act on every task.
+    send(&service, "root", grant(&task.id, "dave", "watcher"))
+        .await
+        .expect("an admin grants");
+    get(&service, "dave", &task.id)
+        .await
+        .expect("the new watcher reads");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_cannot_tell_a_task_exists() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let not_found =
+        |result: Result<(), A2aError>| matches!(result, Err(A2aError::TaskNotFound { .. }));
+    assert!(not_found(
+        get(&service, "mallory", &task.id).await.map(drop)
+    ));
+    assert!(not_found(
+        send(&service, "mallory", say(Some(&task.id), "hi"))
+            .await
+            .map(drop)
+    ));
+    assert!(not_found(
+        send(&service, "mallory", control(&task.id, "complete"))
+            .await
+            .map(drop)
+    ));
+    assert!(not_found(
+        cancel(&service, "mallory", &task.id).await.map(drop)
+    ));
+    assert!(not_found(
+        subscribe(&service, "mallory", &task.id).await.map(drop)
+    ));
+    assert!(not_found(
+        get(&service, "alice", "no-such-task").await.map(drop)
+    ));
+    assert!(not_found(
+        send(&service, "alice", say(Some("no-such-task"), "hi"))
+            .await
+            .map(drop)
+    ));
+    let listed = service
+        .list_tasks(&who("mallory"), ListTasksRequest::default())
+        .await
+        .expect("lists");
+    assert_eq!(listed.total_size, 0);
+}
+
+// --- Completion and cancellation -------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_is_refused_while_a_sub_task_is_open() {
+    let service = service();
+    let parent = start(&service, "alice", "/sub-task work for 2 seconds").await;
+    let child_id = subtasks(&parent)[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let status = send(&service, "alice", say(Some(&parent.id), "/status"))
+        .await
+        .expect("sent");
+    assert!(status_text(&status).contains(&format!("- {child_id}: work for 2 seconds")));
+
+    let refused = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_parked(&refused, "awaiting-next-message");
+    let reason = status_text(&refused);
+    assert!(
+        reason.starts_with("The task was not completed: 1 sub-task is still open"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&child_id) && reason.contains("work for 2 seconds"),
+        "{reason}"
+    );
+
+    wait_for(&service, &parent.id, |t| {
+        subtasks(t)[0]["state"] == "TASK_STATE_COMPLETED"
+    })
+    .await;
+    let completed = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+    assert_eq!(sub_state(&completed), None);
+    assert_eq!(
+        status_text(&completed),
+        "Task completed at the request of alice (reporter)."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_complete_hook_can_allow_completion_over_open_sub_tasks() {
+    let allow = native_hook(
+        HookPoint::new(Operation::TaskComplete, Phase::In),
+        500,
+        |context| {
+            let mut next = context.clone();
+            next["decision"] = json!({ "allow": true });
+            Decision::Replace(next)
+        },
+    );
+    let service = service_with(allow);
+    let parent = start(&service, "alice", "/sub-task work for 2 seconds").await;
+    let completed = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(
+        completed.status.state,
+        TaskState::Completed,
+        "{completed:#?}"
+    );
+    assert_eq!(subtasks(&completed)[0]["state"], "TASK_STATE_WORKING");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_cuts_a_long_turn() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let blocked = {
+        let service = service.clone();
+        let id = task.id.clone();
+        tokio::spawn(
+            async move { send(&service, "alice", say(Some(&id), "work for 30 seconds")).await },
+        )
+    };
+    // Wait for the turn to be under way.
+    wait_for(&service, &task.id, |t| t.status.state == TaskState::Working).await;
+
+    let started = Instant::now();
+    let completed = send(&service, "alice", control(&task.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+    let cut = within(5, blocked).await.expect("joined").expect("answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        cut.status.state,
+        TaskState::Completed,
+        "the cut turn's sender learns how it ended"
+    );
+    assert!(
+        !cut.history.iter().any(|m| m.parts[0]
+            .as_text()
+            .is_some_and(|t| t.starts_with("Worked"))),
+        "the cut turn's output is dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_task_cancels_open_sub_tasks() {
+    let service = service();
+    let parent = start(&service, "alice", "/sub-task work for 30 seconds").await;
+    let child_id = subtasks(&parent)[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let started = Instant::now();
+    let canceled = cancel(&service, "alice", &parent.id)
+        .await
+        .expect("canceled");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(subtasks(&canceled)[0]["state"], "TASK_STATE_CANCELED");
+    let child = get(&service, "alice", &child_id).await.expect("visible");
+    assert_eq!(child.status.state, TaskState::Canceled);
+
+    assert!(matches!(
+        cancel(&service, "alice", &parent.id).await,
+        Err(A2aError::TaskNotCancelable {
+            state: TaskState::Canceled,
+            ..
+        })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_refuses_messages_and_subscriptions() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    let completed = send(&service, "alice", control(&task.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+    for request in [
+        say(Some(&task.id), "hello"),
+        say(Some(&task.id), "/status"),
+        control(&task.id, "complete"),
+    ] {
+        assert!(matches!(
+            send(&service, "alice", request).await,
+            Err(A2aError::UnsupportedOperation(_))
+        ));
+    }
+    assert!(matches!(
+        subscribe(&service, "alice", &task.id).await,
+        Err(A2aError::UnsupportedOperation(_))
+    ));
+    assert!(matches!(
+        cancel(&service, "alice", &task.id).await,
+        Err(A2aError::TaskNotCancelable { .. })
+    ));
+    assert_eq!(
+        get(&service, "alice", &task.id)
+            .await
+            .expect("reads")
+            .status
+            .state,
+        TaskState::Completed
+    );
+}
+
+// --- Streams ---------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
+    let service = service();
+    let stream = service
+        .send_streaming_message(&who("alice"), say(None, "work for 1 seconds"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    let StreamResponse::Task(first) = &events[0] else {
+        panic!("the first item is the task: {events:#?}");
+    };
+    assert_eq!(first.status.state, TaskState::Working);
+    let progress: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            StreamResponse::StatusUpdate(update) if update.status.state == TaskState::Working => {
+                update
+                    .status
+                    .message
+                    .as_ref()
+                    .map(|m| m.parts[0].as_text().unwrap_or("").to_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.len(), 10, "{progress:?}");
+    assert_eq!(progress[0], "Working: 0.1 of 1 seconds");
+    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
+        panic!("ends with a status update");
+    };
+    assert_eq!(last.status.state, TaskState::InputRequired);
+    assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
+    assert_eq!(
+        last.status
+            .message
+            .as_ref()
+            .map(|m| m.metadata["sub_state"].clone()),
+        Some(json!("awaiting-next-message"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let first = subscribe(&service, "alice", &task.id)
+        .await
+        .expect("subscribed");
+    let second = subscribe(&service, "bob", &task.id)
+        .await
+        .expect("subscribed");
+    send(&service, "alice", say(Some(&task.id), "work for 1 seconds"))
+        .await
+        .expect("sent");
+    let (first, second) = (collect(first).await, collect(second).await);
+    assert_eq!(first, second);
+    assert!(
+        matches!(&first[0], StreamResponse::Task(t) if t.status.state == TaskState::InputRequired)
+    );
+    assert!(
+        matches!(&first[1], StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Working)
+    );
+    assert!(
+        matches!(first.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::InputRequired)
+    );
+    assert_eq!(
+        first.len(),
+        1 + 1 + 10 + 1,
+        "task, working, progress, parked"
+    );
+}
+
+// --- Reading ---------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tasks_filters_and_pages() {
+    let service = service();
+    let first = start(&service, "alice", "one").await;
+    let mut in_context = say(None, "two");
+    in_context.message.context_id = Some(first.context_id.clone());
+    let second = send(&service, "alice", in_context).await.expect("started");
+    let third = start(&service, "alice", "three").await;
+    start(&service, "bob", "not alice's").await;
+
+    let list = |caller: &'static str, request: ListTasksRequest| {
+        let service = service.clone();
+        async move { service.list_tasks(&who(caller), request).await }
+    };
+    let all = list("alice", ListTasksRequest::default())
+        .await
+        .expect("lists");
+    assert_eq!(all.total_size, 3);
+    let ids: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [third.id.as_str(), second.id.as_str(), first.id.as_str()],
+        "newest first"
+    );
+    assert_eq!(all.next_page_token, "");
+
+    let page = ListTasksRequest {
+        page_size: Some(2),
+        ..Default::default()
+    };
+    let one = list("alice", page.clone()).await.expect("lists");
+    assert_eq!(one.tasks.len(), 2);
+    assert_ne!(one.next_page_token, "");
+    let two = list(
+        "alice",
+        ListTasksRequest {
+            page_token: Some(one.next_page_token),
+            ..page
+        },
+    )
+    .await
+    .expect("lists");
+    assert_eq!(
+        two.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        [first.id.as_str()]
+    );
+    assert_eq!(two.next_page_token, "");
+
+    let context = ListTasksRequest {
+        context_id: Some(first.context_id.clone()),
+        ..Default::default()
+    };
+    assert_eq!(list("alice", context).await.expect("lists").total_size, 2);
+    send(&service, "alice", control(&second.id, "complete"))
+        .await
+        .expect("completed");
+    let completed = ListTasksRequest {
+        status: Some(TaskState::Completed),
+        ..Default::default()
+    };
+    let done = list("alice", completed).await.expect("lists");
+    assert_eq!(
+        done.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        [second.id.as_str()]
+    );
+    let no_history = ListTasksRequest {
+        history_length: Some(0),
+        ..Default::default()
+    };
+    assert!(
+        list("alice", no_history)
+            .await
+            .expect("lists")
+            .tasks
+            .iter()
+            .all(|t| t.history.is_empty())
+    );
+    assert_eq!(
+        list("root", ListTasksRequest::default())
+            .await
+            .expect("lists")
+            .total_size,
+        4
+    );
+
+    let too_small = ListTasksRequest {
+        page_size: Some(0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        list("alice", too_small).await,
+        Err(A2aError::InvalidParams { .. })
+    ));
+    let forged = ListTasksRequest {
+        page_token: Some("forged".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        list("alice", forged).await,
+        Err(A2aError::InvalidParams { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_length_limits_the_history_returned() {
+    let service = service();
+    let task = start(&service, "alice", "one").await;
+    send(&service, "alice", say(Some(&task.id), "two"))
+        .await
+        .expect("sent");
+    let with_length = |length| {
+        configured(
+            say(Some(&task.id), "three"),
+            SendMessageConfiguration {
+                history_length: Some(length),
+                ..Default::default()
+            },
+        )
+    };
+    let last_one = send(&service, "alice", with_length(1)).await.expect("sent");
+    assert_eq!(last_one.history.len(), 1);
+    assert_eq!(last_one.history[0].role, MessageRole::Agent);
+
+    let read = |length| GetTaskRequest {
+        id: task.id.clone(),
+        history_length: length,
+        ..Default::default()
+    };
+    let alice = who("alice");
+    assert_eq!(
+        service
+            .get_task(&alice, read(None))
+            .await
+            .expect("reads")
+            .history
+            .len(),
+        6
+    );
+    assert!(
+        service
+            .get_task(&alice, read(Some(0)))
+            .await
+            .expect("reads")
+            .history
+            .is_empty()
+    );
+    let two = service
+        .get_task(&alice, read(Some(2)))
+        .await
+        .expect("reads");
+    assert_eq!(two.history[0].parts[0].as_text(), Some("three"));
+}
+
+// --- Hooks -----------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_received_refuses_ordinary_messages_only() {
+    let policy = native_hook(
+        HookPoint::new(Operation::RequestReceived, Phase::Pre),
+        100,
+        |context| {
+            let text = context["text"].as_str().unwrap_or("");
+            if text.contains("forbidden") {
+                Decision::Abort(Abort {
+                    reason: AbortReason::Policy,
+                    message: "that word is not allowed here".into(),
+                })
+            } else {
+                Decision::Pass
+            }
+        },
+    );
+    let service = service_with(policy);
+    let refused = send(&service, "alice", say(None, "a forbidden start")).await;
+    assert!(
+        matches!(refused, Err(A2aError::UnsupportedOperation(ref m)) if m == "that word is not allowed here")
+    );
+    let listed = service
+        .list_tasks(&who("alice"), ListTasksRequest::default())
+        .await
+        .expect("lists");
+    assert_eq!(
+        listed.total_size, 0,
+        "a refused first message creates no task"
+    );
+
+    let task = start(&service, "alice", "hello").await;
+    let refused = send(&service, "alice", say(Some(&task.id), "forbidden")).await;
+    assert!(matches!(refused, Err(A2aError::UnsupportedOperation(_))));
+    assert_eq!(get(&service, "alice", &task.id).await.expect("reads"), task);
+    // Commands are not ordinary messages: request.received never sees them.
+    let command = send(&service, "alice", say(Some(&task.id), "/model forbidden"))
+        .await
+        .expect("sent");
+    assert!(status_text(&command).contains("`forbidden`"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_invoked_hooks_shape_and_refuse_model_turns() {
+    let last_text = |context: &Value| {
+        let history = context["request"]["history"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        history
+            .last()
+            .map(|m| m["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    let pre = native_hook(
+        HookPoint::new(Operation::LlmInvoked, Phase::Pre),
+        100,
+        move |context| {
+            if last_text(context) == "blocked" {
+                Decision::Abort(Abort {
+                    reason: AbortReason::Policy,
+                    message: "no model for that".into(),
+                })
+            } else {
+                Decision::Pass
+            }
+        },
+    );
+    let hooks = with_hook(
+        pre,
+        HookPoint::new(Operation::LlmInvoked, Phase::Post),
+        100,
+        |context| {
+            let mut next = context.clone();
+            let text = next["response"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_uppercase();
+            next["response"]["text"] = json!(text);
+            Decision::Replace(next)
+        },
+    );
+    let service = service_with(hooks);
+    let task = start(&service, "alice", "hello").await;
+    assert!(
+        status_text(&task).starts_with("YOU SAID: HELLO"),
+        "{}",
+        status_text(&task)
+    );
+
+    let refused = send(&service, "alice", say(Some(&task.id), "blocked"))
+        .await
+        .expect("answered");
+    assert_parked(&refused, "awaiting-next-message");
+    let text = status_text(&refused);
+    assert!(
+        text.starts_with("This turn failed: llm.invoked.pre refused"),
+        "{text}"
+    );
+    assert!(text.contains("no model for that"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notification_hooks_hear_of_creation_and_state_changes() {
+    let (heard, mut hearing) = mpsc::unbounded_channel::<String>();
+    let mut builder = CommandRegistry::builder();
+    for operation in [Operation::TaskCreated, Operation::TaskStateChanged] {
+        let heard = heard.clone();
+        builder
+            .add_hook(HookEntry {
+                name: format!("listen-{}", operation.as_str()),
+                origin: "native".into(),
+                point: HookPoint::new(operation, Phase::Post),
+                command: None,
+                priority: 100,
+                kind: ExecutorKind::Native,
+                executor: Arc::new(NativeExecutor::new(move |point, context: &Value| {
+                    let change = match (context.get("from"), context.get("to")) {
+                        (Some(from), Some(to)) => format!(" {from}->{to}"),
+                        _ => String::new(),
+                    };
+                    let _ = heard.send(format!("{point}{change}"));
+                    // A failing notification is logged, never fatal.
+                    Err(crate::hooks::ExecutorFault::Failed(
+                        "listener failed".into(),
+                    ))
+                })),
+            })
+            .expect("hook registers");
+    }
+    let service = service_with(builder);
+    let task = start(&service, "alice", "hi").await;
+    assert_parked(&task, "awaiting-next-message");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(within(5, hearing.recv()).await.expect("heard"));
+    }
+    assert_eq!(
+        seen,
+        [
+            "task.created.post",
+            "task.state_changed.post \"TASK_STATE_SUBMITTED\"->\"TASK_STATE_WORKING\"",
+            "task.state_changed.post \"TASK_STATE_WORKING\"->\"TASK_STATE_INPUT_REQUIRED\"",
+        ]
+    );
+}
