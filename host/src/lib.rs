@@ -11,10 +11,12 @@
 //!   native) that run at them;
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
-//! - [`model`]: model providers, with a deterministic offline default.
+//! - [`model`]: model providers, with a deterministic offline default;
+//! - [`config`]: the configuration file and its defaults.
 
 pub mod a2a;
 pub mod commands;
+pub mod config;
 pub mod hooks;
 pub mod model;
 pub mod plugins;

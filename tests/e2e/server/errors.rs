@@ -19,7 +19,9 @@ async fn raw_rpc(server: &Server, version: Option<&str>, body: Vec<u8>) -> (u16,
 }
 
 fn reason(response: &Value) -> &str {
-    response["error"]["data"][0]["reason"].as_str().unwrap_or("")
+    response["error"]["data"][0]["reason"]
+        .as_str()
+        .unwrap_or("")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -27,19 +29,65 @@ async fn json_rpc_errors_are_specific() {
     let server = Server::with_defaults();
     let call = |method: &str, params: Value| json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     let cases: Vec<(&str, Vec<u8>, i64)> = vec![
-        ("malformed JSON", b"{\"jsonrpc\": \"2.0\", \"id\": 1, ".to_vec(), -32700),
-        ("not JSON-RPC 2.0", br#"{"jsonrpc": "1.0", "id": 1, "method": "GetTask"}"#.to_vec(), -32600),
-        ("unknown method", call("FlyToTheMoon", json!({})).to_string().into_bytes(), -32601),
-        ("wrong params", call("GetTask", json!({"id": 42})).to_string().into_bytes(), -32602),
-        ("a message without parts", call("SendMessage", json!({"message": {"messageId": "x", "role": "ROLE_USER"}})).to_string().into_bytes(), -32602),
-        ("unknown task", call("GetTask", json!({"id": "no-such-task"})).to_string().into_bytes(), -32001),
-        ("no extended card", call("GetExtendedAgentCard", json!({})).to_string().into_bytes(), -32007),
+        (
+            "malformed JSON",
+            b"{\"jsonrpc\": \"2.0\", \"id\": 1, ".to_vec(),
+            -32700,
+        ),
+        (
+            "not JSON-RPC 2.0",
+            br#"{"jsonrpc": "1.0", "id": 1, "method": "GetTask"}"#.to_vec(),
+            -32600,
+        ),
+        (
+            "unknown method",
+            call("FlyToTheMoon", json!({})).to_string().into_bytes(),
+            -32601,
+        ),
+        (
+            "wrong params",
+            call("GetTask", json!({"id": 42})).to_string().into_bytes(),
+            -32602,
+        ),
+        (
+            "a message without parts",
+            call(
+                "SendMessage",
+                json!({"message": {"messageId": "x", "role": "ROLE_USER"}}),
+            )
+            .to_string()
+            .into_bytes(),
+            -32602,
+        ),
+        (
+            "unknown task",
+            call("GetTask", json!({"id": "no-such-task"}))
+                .to_string()
+                .into_bytes(),
+            -32001,
+        ),
+        // The card says extendedAgentCard: false, so spec 3.3.4 requires UnsupportedOperation.
+        (
+            "no extended card",
+            call("GetExtendedAgentCard", json!({}))
+                .to_string()
+                .into_bytes(),
+            -32004,
+        ),
     ];
     for (what, body, code) in cases {
         let (_, response) = raw_rpc(&server, Some("1.0"), body).await;
         assert_eq!(response["error"]["code"], code, "{what}: {response}");
-        assert_eq!(response["error"]["data"][0]["domain"], "a2a-protocol.org", "{what}: {response}");
-        assert!(response["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}");
+        assert_eq!(
+            response["error"]["data"][0]["domain"], "a2a-protocol.org",
+            "{what}: {response}"
+        );
+        assert!(
+            response["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{what}"
+        );
     }
 }
 
@@ -59,15 +107,17 @@ async fn unsupported_protocol_versions_are_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_oversized_body_is_refused_before_it_is_read() {
-    let server = Server::start(
-        "[limits]\nmax_body_bytes = 4096\n",
-        None,
-    );
+    let server = Server::start("[limits]\nmax_body_bytes = 4096\n", None);
     let mut message = text_message(None, &"x".repeat(10_000));
     message["messageId"] = json!("big");
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}});
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}});
     let (status, response) = raw_rpc(&server, Some("1.0"), body.to_string().into_bytes()).await;
-    assert_eq!(reason(&response), "PAYLOAD_TOO_LARGE", "{status} {response}");
+    assert_eq!(
+        reason(&response),
+        "PAYLOAD_TOO_LARGE",
+        "{status} {response}"
+    );
     // Nothing was accepted.
     let listed = server.client("alice").ok("ListTasks", json!({})).await;
     assert_eq!(listed["tasks"].as_array().map(Vec::len), Some(0));
@@ -82,12 +132,22 @@ async fn a_participant_over_their_rate_limit_is_told_so() {
     let alice = server.client("alice");
     alice.say(None, "one").await;
     alice.say(None, "two").await;
-    let response = alice.rpc("SendMessage", json!({"message": text_message(None, "three")})).await;
+    let response = alice
+        .rpc(
+            "SendMessage",
+            json!({"message": text_message(None, "three")}),
+        )
+        .await;
     assert_eq!(reason(&response), "RATE_LIMITED", "{response}");
     // Another participant has their own bucket.
     server.client("bob").say(None, "hello").await;
     // Reading is not limited.
-    assert_eq!(alice.ok("ListTasks", json!({})).await["tasks"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        alice.ok("ListTasks", json!({})).await["tasks"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -130,12 +190,20 @@ async fn the_http_json_binding_speaks_the_same_protocol() {
         .expect("sent");
     assert_eq!(missing.status(), 404);
 
-    let canceled = post(&format!("/tasks/{id}:cancel")).send().await.expect("sent");
+    let canceled = post(&format!("/tasks/{id}:cancel"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(canceled.status(), 200);
     let canceled: Value = canceled.json().await.expect("json");
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
 
-    let bad = post("/message:send").header("content-type", "application/json").body("{nope").send().await.expect("sent");
+    let bad = post("/message:send")
+        .header("content-type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(bad.status(), 400);
     let old = http
         .post(format!("{}/message:send", server.base))

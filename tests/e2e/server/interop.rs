@@ -7,7 +7,10 @@ use super::support::Server;
 
 #[test]
 fn the_official_python_sdk_sends_streams_gets_lists_commands_and_cancels() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/interop/a2a_sdk_client.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/interop/a2a_sdk_client.py"
+    );
     let server = Server::with_defaults();
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let output = Command::new(&python)

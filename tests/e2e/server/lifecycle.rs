@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::support::{Server, sub_state, state, status_text, text_message};
+use super::support::{Server, state, status_text, sub_state, text_message};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_three_turn_conversation_stays_input_required_with_its_sub_state() {
@@ -15,9 +15,17 @@ async fn a_three_turn_conversation_stays_input_required_with_its_sub_state() {
     let context = task["contextId"].as_str().expect("a context id").to_owned();
     for (turn, text) in [(2, "tell me more"), (3, "ask me something")] {
         let task = alice.say(Some(&id), text).await;
-        assert_eq!(task["id"], id.as_str(), "turn {turn} continues the same task");
+        assert_eq!(
+            task["id"],
+            id.as_str(),
+            "turn {turn} continues the same task"
+        );
         assert_eq!(task["contextId"], context.as_str());
-        assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "turn {turn}: {task}");
+        assert_eq!(
+            state(&task),
+            "TASK_STATE_INPUT_REQUIRED",
+            "turn {turn}: {task}"
+        );
     }
 
     let task = alice.get_task(&id).await;
@@ -25,17 +33,28 @@ async fn a_three_turn_conversation_stays_input_required_with_its_sub_state() {
     // The last reply asked a question: awaiting-answer, in Task.metadata and
     // in the status message's metadata for clients that read only the status.
     assert_eq!(sub_state(&task), Some("awaiting-answer"), "{task}");
-    assert_eq!(sub_state(&task["status"]["message"]), Some("awaiting-answer"));
+    assert_eq!(
+        sub_state(&task["status"]["message"]),
+        Some("awaiting-answer")
+    );
     // Six messages: three from alice, three replies, in order.
     let history = task["history"].as_array().expect("history");
-    let roles: Vec<_> = history.iter().map(|m| m["role"].as_str().unwrap_or("")).collect();
+    let roles: Vec<_> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(roles, ["ROLE_USER", "ROLE_AGENT"].repeat(3));
     assert_eq!(history[0]["parts"][0]["text"], "hello there");
 
     // historyLength trims to the newest messages.
-    let trimmed = alice.ok("GetTask", json!({"id": id, "historyLength": 2})).await;
+    let trimmed = alice
+        .ok("GetTask", json!({"id": id, "historyLength": 2}))
+        .await;
     assert_eq!(trimmed["history"].as_array().map(Vec::len), Some(2));
-    assert_eq!(trimmed["history"][0]["parts"][0]["text"], "ask me something");
+    assert_eq!(
+        trimmed["history"][0]["parts"][0]["text"],
+        "ask me something"
+    );
 
     // A plain statement parks it as awaiting-next-message.
     let task = alice.say(Some(&id), "fine").await;
@@ -48,7 +67,10 @@ async fn a_stream_starts_with_the_task_and_ends_when_the_turn_parks() {
     let server = Server::with_defaults();
     let alice = server.client("alice");
     let events = alice
-        .stream("SendStreamingMessage", json!({"message": text_message(None, "work for 1 seconds")}))
+        .stream(
+            "SendStreamingMessage",
+            json!({"message": text_message(None, "work for 1 seconds")}),
+        )
         .await;
     assert!(events.len() >= 3, "{events:?}");
     for event in &events {
@@ -56,11 +78,18 @@ async fn a_stream_starts_with_the_task_and_ends_when_the_turn_parks() {
         assert!(event.get("error").is_none(), "{event}");
     }
     let first = &events[0]["result"];
-    assert!(first.get("task").is_some(), "the first event is the Task: {first}");
+    assert!(
+        first.get("task").is_some(),
+        "the first event is the Task: {first}"
+    );
     let id = first["task"]["id"].as_str().expect("id");
     // Progress while working, then the final status update parks the task
     // with the sub-state in the update's metadata.
-    assert!(events.iter().any(|e| e["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING")
+    );
     let last = &events.last().expect("events")["result"]["statusUpdate"];
     assert_eq!(last["taskId"], id);
     assert_eq!(last["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
@@ -90,7 +119,10 @@ async fn every_subscriber_sees_the_same_events_in_the_same_order() {
     alice.say(Some(&id), "work for 1 seconds").await;
     let first = first.await.expect("joined");
     let second = second.await.expect("joined");
-    assert!(first[0]["result"].get("task").is_some(), "subscriptions start with the Task");
+    assert!(
+        first[0]["result"].get("task").is_some(),
+        "subscriptions start with the Task"
+    );
     let strip = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
         events.iter().skip(1).map(|e| e["result"].clone()).collect()
     };
@@ -107,7 +139,12 @@ async fn list_tasks_filters_and_pages_the_callers_tasks() {
     let bob = server.client("bob");
     let mut ids = Vec::new();
     for n in 0..3 {
-        ids.push(alice.say(None, &format!("conversation {n}")).await["id"].as_str().expect("id").to_owned());
+        ids.push(
+            alice.say(None, &format!("conversation {n}")).await["id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
     }
     bob.say(None, "bob's own").await;
 
@@ -119,16 +156,27 @@ async fn list_tasks_filters_and_pages_the_callers_tasks() {
     assert_eq!(tasks[1]["id"], ids[1].as_str());
     let token = page["nextPageToken"].as_str().expect("a cursor").to_owned();
     assert!(!token.is_empty());
-    let rest = alice.ok("ListTasks", json!({"pageSize": 2, "pageToken": token})).await;
-    let rest_ids: Vec<_> = rest["tasks"].as_array().expect("tasks").iter().map(|t| t["id"].clone()).collect();
+    let rest = alice
+        .ok("ListTasks", json!({"pageSize": 2, "pageToken": token}))
+        .await;
+    let rest_ids: Vec<_> = rest["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
     assert_eq!(rest_ids, [json!(ids[0])]);
     assert_eq!(rest["nextPageToken"], "");
 
     let context = alice.get_task(&ids[0]).await["contextId"].clone();
     let by_context = alice.ok("ListTasks", json!({"contextId": context})).await;
     assert_eq!(by_context["tasks"].as_array().map(Vec::len), Some(1));
-    let parked = alice.ok("ListTasks", json!({"status": "TASK_STATE_INPUT_REQUIRED"})).await;
+    let parked = alice
+        .ok("ListTasks", json!({"status": "TASK_STATE_INPUT_REQUIRED"}))
+        .await;
     assert_eq!(parked["tasks"].as_array().map(Vec::len), Some(3));
-    let done = alice.ok("ListTasks", json!({"status": "TASK_STATE_COMPLETED"})).await;
+    let done = alice
+        .ok("ListTasks", json!({"status": "TASK_STATE_COMPLETED"}))
+        .await;
     assert_eq!(done["tasks"].as_array().map(Vec::len), Some(0));
 }

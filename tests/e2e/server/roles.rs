@@ -18,8 +18,13 @@ async fn a_watcher_is_refused_for_a_message_a_command_and_a_control_and_nothing_
     let server = Server::with_defaults();
     let alice = server.client("alice");
     let bob = server.client("bob");
-    let id = alice.say(None, "hello").await["id"].as_str().expect("id").to_owned();
-    let added = alice.send_data(&id, add_participant("bob", "watcher")).await;
+    let id = alice.say(None, "hello").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let added = alice
+        .send_data(&id, add_participant("bob", "watcher"))
+        .await;
     assert!(added.get("error").is_none(), "{added}");
     let before = alice.get_task(&id).await;
 
@@ -30,9 +35,16 @@ async fn a_watcher_is_refused_for_a_message_a_command_and_a_control_and_nothing_
     ] {
         let response = bob.rpc("SendMessage", json!({"message": message})).await;
         assert_eq!(error_code(&response), Some(-32004), "{response}");
-        let reason = response["error"]["data"][0]["reason"].as_str().unwrap_or("");
+        let reason = response["error"]["data"][0]["reason"]
+            .as_str()
+            .unwrap_or("");
         assert_eq!(reason, "ROLE_REFUSED", "{response}");
-        assert!(response["error"]["message"].as_str().is_some_and(|m| m.contains("watcher")), "{response}");
+        assert!(
+            response["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("watcher")),
+            "{response}"
+        );
     }
     let cancel = bob.rpc("CancelTask", json!({"id": id})).await;
     assert_eq!(error_code(&cancel), Some(-32004), "{cancel}");
@@ -52,15 +64,27 @@ async fn only_the_reporter_or_an_admin_adds_participants() {
     let alice = server.client("alice");
     let carol = server.client("carol");
     let root = server.client("root");
-    let id = alice.say(None, "hello").await["id"].as_str().expect("id").to_owned();
-    alice.send_data(&id, add_participant("carol", "assignee")).await;
+    let id = alice.say(None, "hello").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    alice
+        .send_data(&id, add_participant("carol", "assignee"))
+        .await;
 
     // An assignee may talk but not add people.
-    assert_eq!(state(&carol.say(Some(&id), "on it").await), "TASK_STATE_INPUT_REQUIRED");
-    let response = carol.send_data(&id, add_participant("mallory", "assignee")).await;
+    assert_eq!(
+        state(&carol.say(Some(&id), "on it").await),
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let response = carol
+        .send_data(&id, add_participant("mallory", "assignee"))
+        .await;
     assert_eq!(error_code(&response), Some(-32004), "{response}");
     // An admin (from the config) may.
-    let response = root.send_data(&id, add_participant("dave", "watcher")).await;
+    let response = root
+        .send_data(&id, add_participant("dave", "watcher"))
+        .await;
     assert!(response.get("error").is_none(), "{response}");
 }
 
@@ -69,11 +93,17 @@ async fn a_non_participant_gets_task_not_found_for_everything() {
     let server = Server::with_defaults();
     let alice = server.client("alice");
     let eve = server.client("eve");
-    let id = alice.say(None, "secret").await["id"].as_str().expect("id").to_owned();
+    let id = alice.say(None, "secret").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     for (method, params) in [
         ("GetTask", json!({"id": id})),
         ("CancelTask", json!({"id": id})),
-        ("SendMessage", json!({"message": text_message(Some(&id), "hi")})),
+        (
+            "SendMessage",
+            json!({"message": text_message(Some(&id), "hi")}),
+        ),
     ] {
         let response = eve.rpc(method, params).await;
         assert_eq!(error_code(&response), Some(-32001), "{method}: {response}");

@@ -34,7 +34,10 @@ impl Server {
             .arg("127.0.0.1:0")
             .arg("--plugins")
             .arg(plugins)
-            .env("TINY_HARNESS_CACHE_DIR", std::env::temp_dir().join("tiny-harness-e2e-cache"))
+            .env(
+                "TINY_HARNESS_CACHE_DIR",
+                std::env::temp_dir().join("tiny-harness-e2e-cache"),
+            )
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -142,8 +145,14 @@ impl Client {
 
     /// A JSON-RPC call; returns the whole response object.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
-        let request = json!({"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params});
-        let response = self.post(format!("{}/", self.base)).json(&request).send().await.expect("sent");
+        let request =
+            json!({"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params});
+        let response = self
+            .post(format!("{}/", self.base))
+            .json(&request)
+            .send()
+            .await
+            .expect("sent");
         response.json().await.expect("a JSON body")
     }
 
@@ -159,13 +168,22 @@ impl Client {
 
     /// SendMessage with a text message; returns the Task.
     pub async fn say(&self, task_id: Option<&str>, text: &str) -> Value {
-        let result = self.ok("SendMessage", json!({"message": text_message(task_id, text)})).await;
+        let result = self
+            .ok(
+                "SendMessage",
+                json!({"message": text_message(task_id, text)}),
+            )
+            .await;
         result["task"].clone()
     }
 
     /// SendMessage with a data part; returns the whole JSON-RPC response.
     pub async fn send_data(&self, task_id: &str, data: Value) -> Value {
-        self.rpc("SendMessage", json!({"message": data_message(task_id, data)})).await
+        self.rpc(
+            "SendMessage",
+            json!({"message": data_message(task_id, data)}),
+        )
+        .await
     }
 
     pub async fn get_task(&self, task_id: &str) -> Value {
@@ -175,7 +193,8 @@ impl Client {
     /// A JSON-RPC streaming call: every SSE event's JSON-RPC response, in
     /// order, until the server closes the stream.
     pub async fn stream(&self, method: &str, params: Value) -> Vec<Value> {
-        let request = json!({"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params});
+        let request =
+            json!({"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params});
         let response = self
             .post(format!("{}/", self.base))
             .header("Accept", "text/event-stream")
@@ -197,7 +216,10 @@ pub async fn read_sse(mut response: reqwest::Response) -> Vec<Value> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    assert!(content_type.starts_with("text/event-stream"), "not SSE: {content_type}");
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "not SSE: {content_type}"
+    );
     let mut buffer = String::new();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -255,7 +277,10 @@ pub async fn wait_for(client: &Client, task_id: &str, done: impl Fn(&Value) -> b
         if done(&task) {
             return task;
         }
-        assert!(tokio::time::Instant::now() < deadline, "gave up waiting on {task}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting on {task}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

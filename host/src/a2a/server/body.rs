@@ -1,0 +1,272 @@
+//! Request input shared by both bindings: bounded JSON bodies, query strings, and the
+//! decoding and validation of operation parameters.
+//!
+//! Rules, the same for both bindings:
+//! * A body larger than the limit is refused before it is parsed: at once when
+//!   `Content-Length` says so, otherwise as soon as the limit is crossed while reading.
+//! * A non-empty body must be declared JSON: `application/json` or `application/a2a+json`
+//!   (spec 9.1 and 11.1). Anything else is InvalidRequest, not ContentTypeNotSupported,
+//!   which the specification reserves for the media types of message parts.
+//! * Parameters decode through [`types::decode`] and the request type's `validate`, so a
+//!   wrong field is InvalidParams naming it by its JSON path in either binding.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::AppState;
+use super::respond::RestError;
+use crate::a2a::error::A2aError;
+use crate::a2a::types::{
+    self, CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
+    SubscribeToTaskRequest,
+};
+
+/// The media type of HTTP+JSON bodies (spec 14.1).
+pub(crate) const A2A_JSON: &str = "application/a2a+json";
+
+/// Query parameters that are booleans in their request type; every other parameter is
+/// passed on as a string, which the integer and enum decoders accept.
+const BOOLEAN_PARAMETERS: [&str; 1] = ["includeArtifacts"];
+
+/// Reads a request body of at most `limit` bytes that, if not empty, is declared JSON.
+pub(crate) async fn read_json_body(request: Request, limit: usize) -> Result<Bytes, A2aError> {
+    let declared_json = check_content_type(request.headers())?;
+    if declared_length(request.headers()).is_some_and(|length| length > limit as u64) {
+        return Err(too_large(limit));
+    }
+    // The limit itself is enforced by the `DefaultBodyLimit` layer on the router.
+    let bytes = Bytes::from_request(request, &())
+        .await
+        .map_err(|rejection| match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => too_large(limit),
+            _ => A2aError::InvalidRequest(format!(
+                "the request body could not be read: {}",
+                rejection.body_text()
+            )),
+        })?;
+    if !bytes.is_empty() && !declared_json {
+        return Err(A2aError::InvalidRequest(
+            "a request body needs the header Content-Type: application/json (or application/a2a+json)"
+                .to_owned(),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Whether the request declares a JSON body; an error if it declares something else.
+fn check_content_type(headers: &HeaderMap) -> Result<bool, A2aError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return Ok(false);
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || essence == A2A_JSON {
+        Ok(true)
+    } else {
+        Err(A2aError::InvalidRequest(format!(
+            "unsupported request Content-Type `{}`: send application/json or application/a2a+json",
+            String::from_utf8_lossy(value.as_bytes())
+        )))
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+fn too_large(limit: usize) -> A2aError {
+    A2aError::PayloadTooLarge {
+        limit_bytes: limit as u64,
+    }
+}
+
+/// A request type's own checks of required fields and ranges.
+pub(crate) trait Validate {
+    fn validate(&self) -> Result<(), A2aError>;
+}
+
+macro_rules! validated_by_inherent_method {
+    ($($request:ty),* $(,)?) => {$(
+        impl Validate for $request {
+            fn validate(&self) -> Result<(), A2aError> {
+                <$request>::validate(self)
+            }
+        }
+    )*};
+}
+
+validated_by_inherent_method!(
+    SendMessageRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    CancelTaskRequest,
+    SubscribeToTaskRequest,
+);
+
+/// Decodes and validates an operation's parameters.
+pub(crate) fn decode_params<T: DeserializeOwned + Validate>(params: &Value) -> Result<T, A2aError> {
+    let request: T = types::decode(params)?;
+    request.validate()?;
+    Ok(request)
+}
+
+/// An HTTP+JSON request body as a JSON object; an empty body is an empty object, so
+/// requests without required body fields (cancel, subscribe) may omit it.
+pub(crate) struct RestBody(pub(crate) Map<String, Value>);
+
+impl FromRequest<AppState> for RestBody {
+    type Rejection = RestError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let bytes = read_json_body(request, state.max_body_bytes).await?;
+        if bytes.is_empty() {
+            return Ok(RestBody(Map::new()));
+        }
+        match serde_json::from_slice(&bytes) {
+            Ok(Value::Object(object)) => Ok(RestBody(object)),
+            Ok(_) => Err(A2aError::InvalidRequest(
+                "the request body must be a JSON object".to_owned(),
+            )
+            .into()),
+            Err(error) => Err(A2aError::JsonParse(error.to_string()).into()),
+        }
+    }
+}
+
+/// An HTTP+JSON query string as a JSON object of request fields (spec 11.5: camelCase
+/// names; booleans as `true`/`false`). A parameter given twice is an error rather than a
+/// silent choice between the two values.
+pub(crate) struct QueryParams(pub(crate) Map<String, Value>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = RestError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map_err(|rejection| A2aError::InvalidRequest(rejection.body_text()))?;
+        query_object(pairs)
+            .map(QueryParams)
+            .map_err(RestError::from)
+    }
+}
+
+fn query_object(pairs: Vec<(String, String)>) -> Result<Map<String, Value>, A2aError> {
+    let mut object = Map::new();
+    for (name, value) in pairs {
+        let value = match value.as_str() {
+            "true" if BOOLEAN_PARAMETERS.contains(&name.as_str()) => Value::Bool(true),
+            "false" if BOOLEAN_PARAMETERS.contains(&name.as_str()) => Value::Bool(false),
+            _ => Value::String(value),
+        };
+        if object.contains_key(&name) {
+            return Err(A2aError::invalid_field(
+                &name,
+                format!("query parameter {name} is given more than once"),
+            ));
+        }
+        object.insert(name, value);
+    }
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use serde_json::json;
+
+    fn request(content_type: Option<&str>, body: &'static str) -> Request {
+        let mut builder = Request::builder().method("POST").uri("/");
+        if let Some(content_type) = content_type {
+            builder = builder.header(CONTENT_TYPE, content_type);
+        }
+        builder.body(Body::from(body)).expect("request")
+    }
+
+    #[tokio::test]
+    async fn json_content_types_are_accepted() {
+        for content_type in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/A2A+JSON",
+        ] {
+            let bytes = read_json_body(request(Some(content_type), "{}"), 100)
+                .await
+                .expect(content_type);
+            assert_eq!(&bytes[..], b"{}");
+        }
+        // Nothing to declare without a body.
+        assert!(read_json_body(request(None, ""), 100).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn other_content_types_are_invalid_requests() {
+        for content_type in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            None,
+        ] {
+            let error = read_json_body(request(content_type, "{}"), 100)
+                .await
+                .expect_err("refused");
+            assert_eq!(error.code(), -32600, "{content_type:?}");
+            assert!(error.to_string().contains("Content-Type"), "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_unread() {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/")
+            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_LENGTH, "101")
+            .body(Body::empty())
+            .expect("request");
+        let error = read_json_body(request, 100).await.expect_err("too large");
+        assert_eq!(error, A2aError::PayloadTooLarge { limit_bytes: 100 });
+    }
+
+    #[test]
+    fn query_strings_become_request_objects() {
+        let object = query_object(vec![
+            ("pageSize".into(), "10".into()),
+            ("includeArtifacts".into(), "true".into()),
+            ("contextId".into(), "true".into()),
+        ])
+        .expect("valid");
+        assert_eq!(
+            Value::Object(object),
+            json!({"pageSize": "10", "includeArtifacts": true, "contextId": "true"})
+        );
+        let error = query_object(vec![
+            ("status".into(), "a".into()),
+            ("status".into(), "b".into()),
+        ])
+        .expect_err("twice");
+        assert_eq!(error.code(), -32602);
+    }
+
+    #[test]
+    fn parameters_are_decoded_then_validated() {
+        let request: ListTasksRequest =
+            decode_params(&json!({"pageSize": "10", "includeArtifacts": true})).expect("valid");
+        assert_eq!(request.page_size, Some(10));
+        let error =
+            decode_params::<ListTasksRequest>(&json!({"pageSize": "500"})).expect_err("too large");
+        assert!(error.to_string().contains("pageSize"), "{error}");
+        let error = decode_params::<GetTaskRequest>(&json!({})).expect_err("no id");
+        assert_eq!(error.to_string(), "Invalid parameters: id is required");
+    }
+}

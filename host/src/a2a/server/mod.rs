@@ -1,0 +1,202 @@
+//! The A2A HTTP server: both standard HTTP bindings over one [`TaskService`], SSE streams,
+//! and the public agent card.
+//!
+//! | Route                                                  | Operation                          |
+//! | :----------------------------------------------------- | :--------------------------------- |
+//! | `GET  /.well-known/agent-card.json`                    | the agent card (public)            |
+//! | `POST /`                                               | JSON-RPC 2.0, every method         |
+//! | `POST /message:send`                                   | SendMessage                        |
+//! | `POST /message:stream`                                 | SendStreamingMessage (SSE)         |
+//! | `GET  /tasks`                                          | ListTasks (query parameters)       |
+//! | `GET  /tasks/{id}`                                     | GetTask (`?historyLength=`)        |
+//! | `POST /tasks/{id}:cancel`                              | CancelTask                         |
+//! | `GET`, `POST /tasks/{id}:subscribe`                    | SubscribeToTask (SSE)              |
+//! | `POST`, `GET /tasks/{id}/pushNotificationConfigs`      | PushNotificationNotSupported       |
+//! | `GET`, `DELETE /tasks/{id}/pushNotificationConfigs/{c}`| PushNotificationNotSupported       |
+//! | `GET  /extendedAgentCard`                              | UnsupportedOperation               |
+//! | anything else                                          | 404 in the HTTP+JSON error shape   |
+//!
+//! Every A2A request goes through the same steps, in this order, and the first failure is
+//! the answer: authenticate (`auth`), check `A2A-Version` (header, else query parameter),
+//! read the body (JSON content type, size limit: `body`), decode and validate the
+//! parameters, resolve the caller, take a rate-limit token (message sends only:
+//! `rate_limit`), call the [`TaskService`]. Errors are rendered per binding by `respond`;
+//! both bindings report the same [`A2aError`].
+//!
+//! Decisions where the specification leaves room (details in each module):
+//!
+//! * JSON-RPC errors travel with HTTP 200, the JSON-RPC-over-HTTP convention; the one
+//!   exception is authentication (HTTP 401), which happens before there is a JSON-RPC
+//!   request to answer.
+//! * A JSON-RPC request from a client that does not speak 1.0 gets VersionNotSupported
+//!   (-32009) even when its method is unknown: a 0.3 client calling `message/send` learns
+//!   what is wrong, not just that the method is missing.
+//! * `GetExtendedAgentCard` answers UnsupportedOperation (-32004): the card says
+//!   `extendedAgentCard: false`, and spec 3.3.4 requires exactly that error then
+//!   (ExtendedAgentCardNotConfigured is for agents that declare support).
+//! * The push-notification operations answer PushNotificationNotSupported before their
+//!   parameters are looked at: the capability is off, whatever the request says.
+
+mod auth;
+mod body;
+mod card;
+mod extensions;
+mod jsonrpc;
+mod rate_limit;
+mod respond;
+mod rest;
+mod sse;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::a2a::error::A2aError;
+use crate::a2a::types::SendMessageRequest;
+use crate::config::Config;
+use crate::task::{Caller, TaskService};
+
+pub use auth::{DEFAULT_PARTICIPANT, PARTICIPANT_HEADER, PARTICIPANT_METADATA_KEY};
+pub use card::AGENT_CARD_PATH;
+pub use extensions::{
+    COMMANDS_EXTENSION_URI, STATUS_EXTENSION_URI, SUB_STATE_KEY, SUB_STATE_VALUES,
+};
+
+use auth::Authenticator;
+use rate_limit::RateLimiter;
+
+/// How often an idle SSE stream sends a keep-alive comment by default, so proxies and
+/// clients do not time out during a long turn.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long a shutdown waits for open requests and streams before closing them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// What the server needs besides the task service.
+#[derive(Clone, Debug)]
+pub struct ServerSettings {
+    /// The address the listener is bound to; the agent card's URLs point here.
+    pub bound: SocketAddr,
+    /// Bearer token -> participant id. Empty: callers are self-asserted (loopback only).
+    pub tokens: BTreeMap<String, String>,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Message sends a participant may make in a burst.
+    pub rate_limit_burst: u32,
+    /// Message sends per second a participant regains.
+    pub rate_limit_per_second: f64,
+    /// The SSE keep-alive interval.
+    pub keep_alive: Duration,
+}
+
+impl ServerSettings {
+    /// The settings for `config`, served on `bound` (the listener's actual address, so
+    /// port 0 is resolved).
+    pub fn new(config: &Config, bound: SocketAddr) -> Self {
+        ServerSettings {
+            bound,
+            tokens: config.auth.tokens.clone(),
+            // A limit beyond the address space is no limit at all.
+            max_body_bytes: usize::try_from(config.limits.max_body_bytes).unwrap_or(usize::MAX),
+            rate_limit_burst: config.rate_limit.per_participant_burst,
+            rate_limit_per_second: config.rate_limit.per_participant_per_second,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+        }
+    }
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    service: TaskService,
+    auth: Arc<Authenticator>,
+    limiter: Arc<RateLimiter>,
+    bound: SocketAddr,
+    max_body_bytes: usize,
+    keep_alive: Duration,
+}
+
+impl AppState {
+    fn new(service: TaskService, settings: ServerSettings) -> Self {
+        AppState {
+            service,
+            auth: Arc::new(Authenticator::new(&settings.tokens)),
+            limiter: Arc::new(RateLimiter::new(
+                settings.rate_limit_burst,
+                settings.rate_limit_per_second,
+            )),
+            bound: settings.bound,
+            max_body_bytes: settings.max_body_bytes,
+            keep_alive: settings.keep_alive,
+        }
+    }
+
+    /// Admits a message send: resolves who sends it and takes one of their rate-limit
+    /// tokens. Runs after validation, so a malformed request costs nothing, and before the
+    /// service, so a refused send is not processed at all.
+    fn admit_send(
+        &self,
+        identity: &auth::Identity,
+        request: &SendMessageRequest,
+    ) -> Result<Caller, A2aError> {
+        let caller = identity.caller(Some(&request.message))?;
+        self.limiter.check(&caller.id)?;
+        Ok(caller)
+    }
+}
+
+/// The whole HTTP application: the card, the JSON-RPC endpoint, the HTTP+JSON routes.
+pub fn app(service: TaskService, settings: ServerSettings) -> Router {
+    let state = AppState::new(service, settings);
+    let protocol = jsonrpc::routes()
+        .merge(rest::routes())
+        .layer(axum::middleware::from_fn(extensions::echo_activated))
+        // Read by the body extractor: larger bodies are refused, not buffered.
+        .layer(DefaultBodyLimit::max(state.max_body_bytes));
+    Router::new()
+        .route(AGENT_CARD_PATH, get(card::agent_card))
+        .merge(protocol)
+        .fallback(rest::not_found)
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting connections
+/// and gives open requests and streams [`SHUTDOWN_GRACE`] to finish before closing them.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        // A dropped sender also means stop.
+        let _ = stopped.await;
+    });
+    let mut server = tokio::spawn(server.into_future());
+    tokio::select! {
+        finished = &mut server => return finished.map_err(std::io::Error::other)?,
+        () = shutdown => {}
+    }
+    tracing::info!("shutting down");
+    let _ = stop.send(());
+    match tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await {
+        Ok(finished) => finished.map_err(std::io::Error::other)?,
+        Err(_) => {
+            tracing::warn!(
+                "open requests did not finish within {} s; closing them",
+                SHUTDOWN_GRACE.as_secs()
+            );
+            server.abort();
+            Ok(())
+        }
+    }
+}

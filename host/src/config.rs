@@ -1,0 +1,564 @@
+//! The harness configuration: an optional TOML file, then command-line overrides.
+//!
+//! Where it comes from ([`Config::load`]): the file given with `--config FILE`; otherwise
+//! `tiny-harness.toml` in the working directory if there is one; otherwise the built-in
+//! defaults. Every key is optional. An unknown key is an error naming it (a typo must not
+//! silently fall back to a default), and so is any invalid value ([`Config::validate`]).
+//!
+//! A complete file, every value at its default except the examples for `admins`, `[auth]`:
+//!
+//! ```toml
+//! listen = "127.0.0.1:8080"        # IP:PORT; port 0 picks a free port
+//! plugins_dir = "plugins"
+//! # cache_dir = "/home/me/.cache/tiny-harness/components"
+//! default_effort = "medium"        # low | medium | high
+//! admins = ["root"]                # participant ids that are admins on every task
+//!
+//! [models]
+//! default = "offline-echo"         # must be one of `selectable`
+//! selectable = ["offline-echo", "offline-large"]
+//!
+//! [auth]
+//! tokens = { "s3cret-token" = "alice" }   # bearer token -> participant id
+//!
+//! [limits]
+//! max_body_bytes = 1048576
+//!
+//! [rate_limit]
+//! per_participant_burst = 20
+//! per_participant_per_second = 5.0
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The file read when `--config` is not given, if it exists in the working directory.
+pub const DEFAULT_CONFIG_FILE: &str = "tiny-harness.toml";
+
+/// The efforts a conversation can run at.
+pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
+
+/// The longest participant id accepted, in characters.
+pub const MAX_PARTICIPANT_ID_CHARS: usize = 128;
+
+/// The whole configuration. See the module documentation for the file format.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The address to serve on. Default `127.0.0.1:8080`. Any address that is not loopback
+    /// requires `[auth] tokens` ([`check_exposure`]).
+    pub listen: SocketAddr,
+    /// The plugins folder, loaded on top of the built-in plugin. Default `plugins`
+    /// (relative paths are from the working directory); a missing folder just means no
+    /// extra plugins.
+    pub plugins_dir: PathBuf,
+    /// Where compiled components are cached. Default
+    /// `$XDG_CACHE_HOME/tiny-harness/components` (or `~/.cache/...`); none when neither
+    /// variable is set.
+    pub cache_dir: Option<PathBuf>,
+    /// The model allowlist and the default model.
+    pub models: ModelsConfig,
+    /// The effort a new conversation starts on: `low`, `medium` (default) or `high`.
+    pub default_effort: String,
+    /// Participant ids that are admins on every task. Default none.
+    pub admins: Vec<String>,
+    /// Bearer tokens. Default none: loopback only, callers self-asserted.
+    pub auth: AuthConfig,
+    /// Request limits.
+    pub limits: LimitsConfig,
+    /// The per-participant limit on message sends.
+    pub rate_limit: RateLimitConfig,
+}
+
+/// `[models]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// The model a new conversation starts on. Default `offline-echo`.
+    pub default: String,
+    /// The models `/model` may switch to; must include `default`. Default
+    /// `["offline-echo", "offline-large"]`.
+    pub selectable: Vec<String>,
+}
+
+/// `[auth]`.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Bearer token -> participant id. When any is configured, every A2A request (not the
+    /// agent card) needs `Authorization: Bearer <token>`. Default none.
+    pub tokens: BTreeMap<String, String>,
+}
+
+/// `[limits]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The largest request body accepted, in bytes. Default 1 MiB.
+    pub max_body_bytes: u64,
+}
+
+/// `[rate_limit]`: a token bucket per participant, on message sends only.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Sends a participant may make in a burst. Default 20.
+    pub per_participant_burst: u32,
+    /// Sends per second a participant regains, up to the burst. Default 5.
+    pub per_participant_per_second: f64,
+}
+
+/// Command-line values that replace the file's.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--plugins`.
+    pub plugins_dir: Option<PathBuf>,
+    /// `--cache-dir`.
+    pub cache_dir: Option<PathBuf>,
+    /// `--no-cache`: compile every component afresh.
+    pub no_cache: bool,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the configuration file {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The text is not valid TOML, has an unknown key, or a value of the wrong type. The
+    /// message names the key and its line.
+    #[error("invalid configuration: {0}")]
+    Parse(String),
+    /// An error in a configuration file, naming the file.
+    #[error("{}: {error}", path.display())]
+    InFile {
+        path: PathBuf,
+        error: Box<ConfigError>,
+    },
+    /// A value is out of its allowed range.
+    #[error("invalid configuration: `{key}`: {problem}")]
+    Invalid { key: String, problem: String },
+    /// Listening beyond loopback without authentication.
+    #[error(
+        "refusing to listen on {listen}: it is not a loopback address and no `[auth] tokens` are configured, so anyone who can reach it could act as any participant; configure tokens or listen on 127.0.0.1"
+    )]
+    Unauthenticated { listen: SocketAddr },
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 8080)),
+            plugins_dir: PathBuf::from("plugins"),
+            cache_dir: default_cache_dir(),
+            models: ModelsConfig::default(),
+            default_effort: "medium".to_owned(),
+            admins: Vec::new(),
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
+            rate_limit: RateLimitConfig::default(),
+        }
+    }
+}
+
+impl Default for ModelsConfig {
+    fn default() -> Self {
+        ModelsConfig {
+            default: "offline-echo".to_owned(),
+            selectable: vec!["offline-echo".to_owned(), "offline-large".to_owned()],
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig {
+            per_participant_burst: 20,
+            per_participant_per_second: 5.0,
+        }
+    }
+}
+
+// Tokens are secrets: never print them, only how many there are and whom they name.
+impl fmt::Debug for AuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let participants: Vec<&String> = self.tokens.values().collect();
+        f.debug_struct("AuthConfig")
+            .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
+            .field("participants", &participants)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Reads and validates the configuration: `explicit` if given (it must exist), else
+    /// [`DEFAULT_CONFIG_FILE`] in the working directory if present, else the defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let default_file = Path::new(DEFAULT_CONFIG_FILE);
+        let path = match explicit {
+            Some(path) => path,
+            None if default_file.is_file() => default_file,
+            None => return Ok(Config::default()),
+        };
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+            path: path.to_owned(),
+            error,
+        })?;
+        Config::from_toml(&text).map_err(|error| ConfigError::InFile {
+            path: path.to_owned(),
+            error: Box::new(error),
+        })
+    }
+
+    /// Parses and validates a configuration file's text.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let config: Config =
+            toml::from_str(text).map_err(|error| ConfigError::Parse(error.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Applies command-line overrides.
+    pub fn apply(&mut self, overrides: Overrides) {
+        if let Some(listen) = overrides.listen {
+            self.listen = listen;
+        }
+        if let Some(dir) = overrides.plugins_dir {
+            self.plugins_dir = dir;
+        }
+        if let Some(dir) = overrides.cache_dir {
+            self.cache_dir = Some(dir);
+        }
+        if overrides.no_cache {
+            self.cache_dir = None;
+        }
+    }
+
+    /// Checks every value. Listening beyond loopback is checked separately
+    /// ([`Config::check_exposure`]), after command-line overrides.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.models.validate()?;
+        if !EFFORTS.contains(&self.default_effort.as_str()) {
+            return Err(invalid(
+                "default_effort",
+                format!(
+                    "`{}` is not an effort; use one of {}",
+                    self.default_effort,
+                    EFFORTS.join(", ")
+                ),
+            ));
+        }
+        for (index, admin) in self.admins.iter().enumerate() {
+            check_participant_id(admin)
+                .map_err(|problem| invalid(&format!("admins[{index}]"), problem))?;
+        }
+        self.auth.validate()?;
+        if self.limits.max_body_bytes == 0 {
+            return Err(invalid("limits.max_body_bytes", "must be at least 1"));
+        }
+        self.rate_limit.validate()
+    }
+
+    /// Refuses to serve beyond loopback without tokens. See [`check_exposure`].
+    pub fn check_exposure(&self) -> Result<(), ConfigError> {
+        check_exposure(self.listen, !self.auth.tokens.is_empty())
+    }
+}
+
+impl ModelsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.selectable.is_empty() {
+            return Err(invalid("models.selectable", "list at least one model"));
+        }
+        if let Some(index) = self.selectable.iter().position(|m| m.trim().is_empty()) {
+            return Err(invalid(
+                &format!("models.selectable[{index}]"),
+                "a model name cannot be empty",
+            ));
+        }
+        if !self.selectable.contains(&self.default) {
+            return Err(invalid(
+                "models.default",
+                format!(
+                    "`{}` is not in models.selectable ({}); add it there or pick one of them",
+                    self.default,
+                    self.selectable.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl AuthConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (token, participant) in &self.tokens {
+            // Name the participant, never the token: the error may end up in a log.
+            let key = format!("auth.tokens (the token for `{participant}`)");
+            if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(invalid(
+                    &key,
+                    "a token must be non-empty, without spaces or control characters",
+                ));
+            }
+            check_participant_id(participant).map_err(|problem| invalid(&key, problem))?;
+        }
+        Ok(())
+    }
+}
+
+impl RateLimitConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.per_participant_burst == 0 {
+            return Err(invalid(
+                "rate_limit.per_participant_burst",
+                "must be at least 1, or no participant could ever send",
+            ));
+        }
+        let rate = self.per_participant_per_second;
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(invalid(
+                "rate_limit.per_participant_per_second",
+                format!("must be a positive number, got {rate}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether the server may listen on `listen`: loopback always; any other address only with
+/// tokens, because without them a caller's identity is whatever it claims.
+pub fn check_exposure(listen: SocketAddr, tokens_configured: bool) -> Result<(), ConfigError> {
+    if tokens_configured || listen.ip().to_canonical().is_loopback() {
+        Ok(())
+    } else {
+        Err(ConfigError::Unauthenticated { listen })
+    }
+}
+
+/// A participant id is 1 to [`MAX_PARTICIPANT_ID_CHARS`] characters, none of them control
+/// characters, without surrounding whitespace. Returns the problem otherwise.
+pub fn check_participant_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("a participant id cannot be empty".to_owned());
+    }
+    if id.chars().count() > MAX_PARTICIPANT_ID_CHARS {
+        return Err(format!(
+            "a participant id is at most {MAX_PARTICIPANT_ID_CHARS} characters"
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("a participant id cannot contain control characters".to_owned());
+    }
+    if id.trim() != id {
+        return Err("a participant id cannot start or end with whitespace".to_owned());
+    }
+    Ok(())
+}
+
+/// `$XDG_CACHE_HOME/tiny-harness/components`, else `~/.cache/tiny-harness/components`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("tiny-harness").join("components"))
+}
+
+fn invalid(key: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        match Config::from_toml(text) {
+            Ok(config) => panic!("expected an error, got {config:?}"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        let config = Config::from_toml("").expect("valid");
+        assert_eq!(config, Config::default());
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.models.default, "offline-echo");
+        assert_eq!(config.limits.max_body_bytes, 1_048_576);
+        assert_eq!(config.rate_limit.per_participant_burst, 20);
+        assert_eq!(config.default_effort, "medium");
+    }
+
+    #[test]
+    fn full_file_parses() {
+        let config = Config::from_toml(
+            r#"
+            listen = "0.0.0.0:9000"
+            plugins_dir = "/srv/plugins"
+            cache_dir = "/var/cache/th"
+            default_effort = "high"
+            admins = ["root"]
+            [models]
+            default = "offline-large"
+            selectable = ["offline-echo", "offline-large"]
+            [auth]
+            tokens = { "tok-1" = "alice", "tok-2" = "bob" }
+            [limits]
+            max_body_bytes = 4096
+            [rate_limit]
+            per_participant_burst = 2
+            per_participant_per_second = 0.5
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(config.listen.port(), 9000);
+        assert_eq!(config.cache_dir, Some(PathBuf::from("/var/cache/th")));
+        assert_eq!(config.auth.tokens["tok-2"], "bob");
+        assert_eq!(config.rate_limit.per_participant_per_second, 0.5);
+        // Integers are accepted where a float is expected.
+        let config =
+            Config::from_toml("[rate_limit]\nper_participant_per_second = 3").expect("valid");
+        assert_eq!(config.rate_limit.per_participant_per_second, 3.0);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let message = error("listne = \"127.0.0.1:1\"");
+        assert!(message.contains("unknown field `listne`"), "{message}");
+        let message = error("[models]\ndefualt = \"x\"");
+        assert!(message.contains("unknown field `defualt`"), "{message}");
+        let message = error("[server]\nport = 1");
+        assert!(message.contains("unknown field `server`"), "{message}");
+    }
+
+    #[test]
+    fn invalid_values_are_explained() {
+        let cases = [
+            ("listen = \"localhost\"", "listen"),
+            ("listen = 8080", "listen"),
+            (
+                "[models]\ndefault = \"gpt\"",
+                "`models.default`: `gpt` is not in models.selectable",
+            ),
+            ("[models]\nselectable = []", "`models.selectable`"),
+            (
+                "default_effort = \"max\"",
+                "`default_effort`: `max` is not an effort",
+            ),
+            ("admins = [\"\"]", "`admins[0]`"),
+            (
+                "[auth]\ntokens = { \"a b\" = \"alice\" }",
+                "the token for `alice`",
+            ),
+            (
+                "[auth]\ntokens = { \"t\" = \"\" }",
+                "participant id cannot be empty",
+            ),
+            ("[limits]\nmax_body_bytes = 0", "`limits.max_body_bytes`"),
+            ("[limits]\nmax_body_bytes = -1", "max_body_bytes"),
+            (
+                "[rate_limit]\nper_participant_burst = 0",
+                "per_participant_burst",
+            ),
+            (
+                "[rate_limit]\nper_participant_per_second = 0",
+                "per_participant_per_second",
+            ),
+            (
+                "[rate_limit]\nper_participant_per_second = nan",
+                "per_participant_per_second",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = error(text);
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn the_error_for_a_token_never_shows_it() {
+        let message = error("[auth]\ntokens = { \"super secret\" = \"alice\" }");
+        assert!(!message.contains("super secret"), "{message}");
+        let config =
+            Config::from_toml("[auth]\ntokens = { \"hidden-token\" = \"alice\" }").expect("valid");
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hidden-token"), "{debug}");
+        assert!(debug.contains("alice"), "{debug}");
+    }
+
+    #[test]
+    fn non_loopback_needs_tokens() {
+        let addr = |s: &str| s.parse::<SocketAddr>().expect("address");
+        for loopback in [
+            "127.0.0.1:0",
+            "127.1.2.3:80",
+            "[::1]:8080",
+            "[::ffff:127.0.0.1]:1",
+        ] {
+            assert!(check_exposure(addr(loopback), false).is_ok(), "{loopback}");
+        }
+        for exposed in ["0.0.0.0:8080", "192.168.1.2:80", "[::]:8080"] {
+            let error = check_exposure(addr(exposed), false).expect_err(exposed);
+            assert!(error.to_string().contains("refusing to listen"), "{error}");
+            assert!(check_exposure(addr(exposed), true).is_ok(), "{exposed}");
+        }
+    }
+
+    #[test]
+    fn overrides_replace_file_values() {
+        let mut config = Config::from_toml("listen = \"127.0.0.1:1\"").expect("valid");
+        config.apply(Overrides {
+            listen: Some("0.0.0.0:2".parse().expect("address")),
+            plugins_dir: Some(PathBuf::from("elsewhere")),
+            cache_dir: Some(PathBuf::from("/tmp/c")),
+            no_cache: false,
+        });
+        assert_eq!(config.listen.port(), 2);
+        assert_eq!(config.plugins_dir, PathBuf::from("elsewhere"));
+        assert_eq!(config.cache_dir, Some(PathBuf::from("/tmp/c")));
+        assert!(config.check_exposure().is_err());
+        config.apply(Overrides {
+            no_cache: true,
+            ..Overrides::default()
+        });
+        assert_eq!(config.cache_dir, None);
+    }
+
+    #[test]
+    fn load_reads_the_given_file_or_fails() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("th.toml");
+        std::fs::write(&path, "admins = [\"root\"]\nbogus = 1\n").expect("write");
+        let message = Config::load(Some(&path))
+            .expect_err("unknown key")
+            .to_string();
+        assert!(message.contains("th.toml"), "{message}");
+        assert!(message.contains("bogus"), "{message}");
+        let missing = dir.path().join("missing.toml");
+        let message = Config::load(Some(&missing))
+            .expect_err("missing")
+            .to_string();
+        assert!(message.contains("cannot read"), "{message}");
+    }
+}
