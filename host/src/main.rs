@@ -3,16 +3,19 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use tiny_harness::a2a::server::{self, ServerSettings};
-use tiny_harness::commands::{CommandRegistry, Registries};
+use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
 use tiny_harness::model::OfflineModel;
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
-use tiny_harness::plugins::{LoadReport, PluginLoader, PluginStatus};
+use tiny_harness::plugins::{
+    LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
+    register_plugins_command,
+};
 use tiny_harness::task::{Participant, Role, TaskService, TaskSettings, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
@@ -143,11 +146,12 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
-    let registry = load_plugins(&config)?;
+    let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
-    // The service may start background work, which needs the runtime.
+    // The service and the plugin watch start background work, which needs the runtime.
     let _runtime = tokio.enter();
+    let _watch = plugins.watch()?;
     let service = TaskService::new(
         TaskSettings {
             default_model: config.models.default.clone(),
@@ -155,25 +159,67 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
             default_effort: config.default_effort.clone(),
             admins: config.admins.clone(),
         },
-        Registries::new(registry),
+        plugins.registries,
         Arc::new(OfflineModel::new()),
     );
     tokio.block_on(listen_and_serve(&config, service))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The built-in plugin and the configured plugins folder, if it exists.
-fn load_plugins(config: &Config) -> anyhow::Result<CommandRegistry> {
-    let loader = PluginLoader::new(WasmRuntime::new(RuntimeConfig {
-        cache_dir: config.cache_dir.clone(),
-    })?);
-    let dir = config.plugins_dir.as_path();
-    if !dir.is_dir() {
-        tracing::info!(dir = %dir.display(), "no plugins folder; serving the built-in plugin only");
+/// The served plugins: the built-in plugin, the plugins folder (reloaded
+/// when it changes), and the harness's own admin command `/plugins`.
+struct Plugins {
+    registries: Registries,
+    reloader: Option<(PathBuf, Arc<Mutex<Reloader>>)>,
+}
+
+impl Plugins {
+    fn load(config: &Config) -> anyhow::Result<Self> {
+        let loader = PluginLoader::new(WasmRuntime::new(RuntimeConfig {
+            cache_dir: config.cache_dir.clone(),
+        })?);
+        let report = Arc::new(RwLock::new(LoadReport::default()));
+        let natives: NativeRegistrations = {
+            let report = report.clone();
+            Arc::new(move |builder: &mut RegistryBuilder| {
+                if let Err(err) = register_plugins_command(builder, report.clone()) {
+                    tracing::error!(%err, "cannot register /plugins");
+                }
+            })
+        };
+        let dir = config.plugins_dir.clone();
+        if !dir.is_dir() {
+            tracing::info!(dir = %dir.display(), "no plugins folder; serving the built-in plugin only");
+            let mut builder = CommandRegistry::builder();
+            natives(&mut builder);
+            let loaded = loader.load(None, builder);
+            log_load_report(&loaded.report);
+            *report.write().map_err(|_| anyhow::anyhow!("load report lock poisoned"))? =
+                loaded.report;
+            return Ok(Plugins {
+                registries: Registries::new(loaded.registry),
+                reloader: None,
+            });
+        }
+        let (reloader, loaded) = Reloader::start(loader, dir.clone(), natives, report)
+            .context("cannot prepare the plugin staging folder")?;
+        log_load_report(&loaded.report);
+        Ok(Plugins {
+            registries: reloader.registries(),
+            reloader: Some((dir, Arc::new(Mutex::new(reloader)))),
+        })
     }
-    let loaded = loader.load(dir.is_dir().then_some(dir), CommandRegistry::builder());
-    log_load_report(&loaded.report);
-    Ok(loaded.registry)
+
+    /// Start reloading on changes to the plugins folder (inside the runtime).
+    fn watch(&self) -> anyhow::Result<Option<PluginWatch>> {
+        let Some((dir, reloader)) = &self.reloader else {
+            return Ok(None);
+        };
+        let watch = tiny_harness::plugins::watch(dir.clone(), reloader.clone())
+            .with_context(|| format!("cannot watch the plugins folder {}", dir.display()))?;
+        tracing::info!(dir = %dir.display(), "watching the plugins folder for changes");
+        Ok(Some(watch))
+    }
 }
 
 async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Result<()> {
@@ -242,11 +288,40 @@ fn log_load_report(report: &LoadReport) {
     }
 }
 
+/// What the `plugins` commands load: a plugins folder as given, or, when the
+/// path is one plugin (it has a plugin.json), a scratch folder holding just
+/// that plugin, so `plugins check examples/plugins/python` works.
+enum PluginsFolder {
+    Folder(PathBuf),
+    Single(tempfile::TempDir),
+}
+
+impl PluginsFolder {
+    fn at(dir: &Path) -> anyhow::Result<Self> {
+        if !dir.join("plugin.json").is_file() {
+            return Ok(PluginsFolder::Folder(dir.to_owned()));
+        }
+        let scratch = tempfile::tempdir()?;
+        let plugin = dir.canonicalize()?;
+        let name = plugin.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "plugin".into());
+        std::os::unix::fs::symlink(&plugin, scratch.path().join(name))?;
+        Ok(PluginsFolder::Single(scratch))
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            PluginsFolder::Folder(dir) => dir,
+            PluginsFolder::Single(scratch) => scratch.path(),
+        }
+    }
+}
+
 fn check(args: &RuntimeArgs, dir: &Path) -> anyhow::Result<ExitCode> {
     if !dir.is_dir() {
         anyhow::bail!("plugins folder {} does not exist", dir.display());
     }
-    let loaded = loader(args)?.load(Some(dir), CommandRegistry::builder());
+    let folder = PluginsFolder::at(dir)?;
+    let loaded = loader(args)?.load(Some(folder.path()), CommandRegistry::builder());
     println!("{}", loaded.report);
     Ok(if loaded.report.has_problems() {
         ExitCode::FAILURE
@@ -263,8 +338,8 @@ fn run(
     role: &str,
 ) -> anyhow::Result<ExitCode> {
     let role: Role = role.parse().map_err(anyhow::Error::msg)?;
-    let dir = dir.is_dir().then_some(dir);
-    let loaded = loader(args)?.load(dir, CommandRegistry::builder());
+    let folder = dir.is_dir().then(|| PluginsFolder::at(dir)).transpose()?;
+    let loaded = loader(args)?.load(folder.as_ref().map(PluginsFolder::path), CommandRegistry::builder());
     for problem in loaded.report.problems() {
         eprintln!("warning: {problem}");
     }

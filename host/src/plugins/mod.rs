@@ -9,13 +9,19 @@
 //!   *.wasm          compiled components
 //! ```
 
+mod admin;
 mod embedded;
 mod loader;
 pub mod manifest;
 mod report;
+mod reload;
 mod root;
 pub mod wasm;
+mod watch;
 
 pub use embedded::BUILTIN;
 pub use loader::{DEFAULT_HOOK_TIMEOUT, Loaded, PluginLoader};
 pub use report::{LoadReport, PluginOrigin, PluginReport, PluginStatus, Skipped};
+pub use admin::register_plugins_command;
+pub use reload::{NativeRegistrations, ReloadOutcome, Reloader};
+pub use watch::{MAX_DELAY, PluginWatch, QUIET_PERIOD, watch};

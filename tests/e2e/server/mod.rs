@@ -7,4 +7,5 @@ mod completion;
 mod errors;
 mod interop;
 mod lifecycle;
+mod reload;
 mod roles;

@@ -1,0 +1,72 @@
+//! `/plugins`: the current load report, for admins, over any A2A client.
+//!
+//! The report lives in the host, which a sandboxed component cannot see, so
+//! this body is native Rust that the harness registers in every generation
+//! (as an embedding program would).
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+
+use super::report::{LoadReport, PluginStatus};
+use crate::commands::{CommandError, CommandSpec, Invocation, NativeBody, Outcome, Reply, RegistryBuilder};
+use crate::task::Role;
+
+/// Register `/plugins` (admins only) showing `report`.
+pub fn register_plugins_command(
+    builder: &mut RegistryBuilder,
+    report: Arc<RwLock<LoadReport>>,
+) -> Result<(), crate::commands::RegistryError> {
+    let spec = CommandSpec {
+        name: "plugins".into(),
+        description: "Show the plugin load report: what loaded, what was rejected or skipped, and why"
+            .into(),
+        usage: "/plugins".into(),
+        arguments: Vec::new(),
+        roles: vec![Role::Admin],
+        timeout_ms: 1000,
+    };
+    let body = NativeBody(move |_: &Invocation| show(&report));
+    builder.register(spec, Arc::new(body))
+}
+
+fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
+    let report = match report.read() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    let plugins: Vec<_> = report
+        .plugins
+        .iter()
+        .map(|plugin| {
+            let (status, version, commands) = match &plugin.status {
+                PluginStatus::Loaded { version, commands, .. } => ("loaded", Some(version), commands.clone()),
+                PluginStatus::Rejected { .. } => ("rejected", None, Vec::new()),
+            };
+            json!({
+                "name": plugin.name,
+                "origin": plugin.origin.to_string(),
+                "status": status,
+                "version": version,
+                "commands": commands,
+                "problems": plugin_problems(plugin),
+            })
+        })
+        .collect();
+    Ok(Outcome {
+        reply: Reply {
+            text: report.to_string(),
+            data: Some(json!({ "plugins": plugins })),
+        },
+        effects: Vec::new(),
+    })
+}
+
+fn plugin_problems(plugin: &super::report::PluginReport) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let PluginStatus::Rejected { reason } = &plugin.status {
+        problems.push(reason.clone());
+    }
+    problems.extend(plugin.skipped.iter().map(|s| format!("{}: {}", s.what, s.reason)));
+    problems
+}
