@@ -529,3 +529,257 @@ async fn compiled_components_are_cached_on_disk_and_a_corrupt_cache_entry_is_rec
         assert!(std::fs::metadata(artifact).expect("rewritten").len() > 1000);
     }
 }
+
+/// Warm instance pools (plugin.json `instances`), through the `counter`
+/// fixture: `/count` answers how many calls its instance has served, so a
+/// fresh instance answers 1.
+mod instance_reuse {
+    use serde_json::{Value, json};
+    use tiny_harness::commands::{CommandFailure, CommandRegistry, Outcome};
+    use tiny_harness::plugins::PluginStatus;
+    use tiny_harness::task::TaskView;
+
+    use crate::support::{PluginsFolder, reporter};
+
+    /// The counter fixture with plugin.json's `instances` (and `limits`, if
+    /// given) replaced.
+    fn counter(instances: Option<Value>, limits: Option<Value>) -> CommandRegistry {
+        let folder = PluginsFolder::new().with_fixture("counter");
+        let mut manifest = json!({"name": "counter", "version": "0.1.0"});
+        if let Some(instances) = instances {
+            manifest["instances"] = instances;
+        }
+        if let Some(limits) = limits {
+            manifest["limits"] = limits;
+        }
+        std::fs::write(
+            folder.path().join("counter/plugin.json"),
+            manifest.to_string(),
+        )
+        .expect("write plugin.json");
+        let loaded = folder.load();
+        assert!(!loaded.report.has_problems(), "{}", loaded.report);
+        loaded.registry
+    }
+
+    fn counter_with(instances: Value) -> CommandRegistry {
+        counter(Some(instances), None)
+    }
+
+    /// Send `message` as the reporter of task `task`.
+    async fn send_in(
+        registry: &CommandRegistry,
+        task: &str,
+        message: &str,
+    ) -> Result<Outcome, CommandFailure> {
+        let mut view = TaskView::scratch("alice");
+        view.id = task.to_owned();
+        let call = registry
+            .parse(message)
+            .unwrap_or_else(|| panic!("`{message}` is not a registered command"));
+        registry.invoke(call, reporter(), view).await
+    }
+
+    /// `/count` in task `task`: the calls its instance has served.
+    async fn count(registry: &CommandRegistry, task: &str) -> u32 {
+        let outcome = send_in(registry, task, "/count").await.expect("counts");
+        outcome.reply.text.parse().expect("a number")
+    }
+
+    async fn counts(registry: &CommandRegistry, tasks: &[&str]) -> Vec<u32> {
+        let mut counts = Vec::new();
+        for task in tasks {
+            counts.push(count(registry, task).await);
+        }
+        counts
+    }
+
+    #[tokio::test]
+    async fn never_gives_every_call_a_fresh_instance() {
+        let registry = counter_with(json!({"reuse": "never"}));
+        assert_eq!(counts(&registry, &["a", "a", "b", "a"]).await, [1, 1, 1, 1]);
+    }
+
+    #[tokio::test]
+    async fn by_default_a_task_reuses_its_own_instance_and_never_another_tasks() {
+        for registry in [
+            counter(None, None),
+            counter_with(json!({"reuse": "per-task"})),
+        ] {
+            assert_eq!(
+                counts(&registry, &["a", "a", "b", "a", "b", "c"]).await,
+                [1, 2, 1, 3, 2, 1]
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn stateless_instances_are_reused_across_tasks() {
+        let registry = counter_with(json!({"reuse": "stateless"}));
+        assert_eq!(counts(&registry, &["a", "b", "c", "a"]).await, [1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn an_instance_is_discarded_after_max_invocations() {
+        let registry = counter_with(json!({"reuse": "stateless", "max_invocations": 3}));
+        assert_eq!(
+            counts(&registry, &["a", "b", "a", "b", "a", "b", "a"]).await,
+            [1, 2, 3, 1, 2, 3, 1]
+        );
+        let registry = counter_with(json!({"reuse": "per-task", "max_invocations": 1}));
+        assert_eq!(counts(&registry, &["a", "a", "a"]).await, [1, 1, 1]);
+    }
+
+    #[tokio::test]
+    async fn the_pool_keeps_at_most_pool_size_idle_instances_least_recently_used_first() {
+        let registry = counter_with(json!({"reuse": "per-task", "pool_size": 2}));
+        // a, b, c each leave an instance; keeping two drops a's, the oldest.
+        assert_eq!(counts(&registry, &["a", "b", "c"]).await, [1, 1, 1]);
+        // b and c kept theirs; a starts again (and its return drops b's,
+        // now the least recently used).
+        assert_eq!(counts(&registry, &["b", "c", "a"]).await, [2, 2, 1]);
+        assert_eq!(counts(&registry, &["c", "a", "b"]).await, [3, 2, 1]);
+    }
+
+    /// After `failing` (which counts, then fails as `expected`), the task's
+    /// next call starts in a fresh instance, under both reusing modes.
+    async fn assert_failure_discards_the_instance(
+        failing: &str,
+        expected: &str,
+        limits: Option<Value>,
+    ) {
+        for reuse in ["per-task", "stateless"] {
+            let registry = counter(Some(json!({"reuse": reuse})), limits.clone());
+            assert_eq!(counts(&registry, &["a", "a"]).await, [1, 2], "{reuse}");
+            let Err(CommandFailure::Failed(message)) = send_in(&registry, "a", failing).await
+            else {
+                panic!("{failing} must fail ({reuse})");
+            };
+            assert!(message.contains(expected), "{reuse}: {message}");
+            assert_eq!(
+                count(&registry, "a").await,
+                1,
+                "{reuse}: the instance {failing} ran in must be discarded"
+            );
+            assert_eq!(
+                count(&registry, "a").await,
+                2,
+                "{reuse}: and the new one kept"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_trapped_instance_is_discarded() {
+        assert_failure_discards_the_instance("/count-trap", "trapping after call 3", None).await;
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_instance_is_discarded() {
+        assert_failure_discards_the_instance("/count-spin", "timed out after 100 ms", None).await;
+    }
+
+    #[tokio::test]
+    async fn a_reused_instance_gets_the_deadline_of_its_own_call() {
+        let registry = counter_with(json!({"reuse": "per-task"}));
+        // A warm instance whose last call had a 2 s deadline...
+        assert_eq!(counts(&registry, &["a", "a"]).await, [1, 2]);
+        // ...is stopped at this call's 100 ms, not at the old deadline.
+        let started = std::time::Instant::now();
+        let Err(CommandFailure::Failed(message)) = send_in(&registry, "a", "/count-spin").await
+        else {
+            panic!("the loop must be stopped");
+        };
+        assert_eq!(message, "command /count-spin timed out after 100 ms");
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(1500),
+            "stopped after {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_instance_out_of_memory_is_discarded() {
+        assert_failure_discards_the_instance(
+            "/count-hog",
+            &format!("ran out of memory (limit {} bytes)", 16 << 20),
+            Some(json!({"memory_mib": 16})),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn hook_executors_reuse_instances_by_the_contexts_task() {
+        let registry = counter(None, None);
+        let mut refusals = Vec::new();
+        for task in ["a", "a", "b", "a"] {
+            let Err(CommandFailure::Refused(message)) =
+                send_in(&registry, task, "/count-hook").await
+            else {
+                panic!("the counter's pre hook refuses /count-hook");
+            };
+            refusals.push(message);
+        }
+        assert_eq!(
+            refusals,
+            ["hook call 1", "hook call 2", "hook call 1", "hook call 3"]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_each_get_an_instance_of_their_own() {
+        let registry =
+            std::sync::Arc::new(counter_with(json!({"reuse": "stateless", "pool_size": 2})));
+        let calls: Vec<_> = (0..32)
+            .map(|call| {
+                let registry = registry.clone();
+                tokio::spawn(async move { count(&registry, &format!("t{}", call % 4)).await })
+            })
+            .collect();
+        let mut seen = std::collections::BTreeMap::<u32, usize>::new();
+        for call in calls {
+            *seen
+                .entry(call.await.expect("the call completes"))
+                .or_default() += 1;
+        }
+        // However the calls overlapped, each instance counted 1, 2, 3... in
+        // turn: no count can be seen more often than the one before it.
+        let frequencies: Vec<usize> = seen.values().copied().collect();
+        assert_eq!(seen.keys().next(), Some(&1), "{seen:?}");
+        assert!(frequencies.is_sorted_by(|a, b| a >= b), "{seen:?}");
+        assert_eq!(frequencies.iter().sum::<usize>(), 32);
+        // The pool still works after the burst.
+        assert!(count(&registry, "t0").await >= 1);
+    }
+
+    #[tokio::test]
+    async fn invalid_instances_settings_reject_the_plugin_with_the_reason() {
+        let folder = PluginsFolder::new()
+            .with_plugin(
+                "zero-pool",
+                &[(
+                    "plugin.json",
+                    r#"{"name": "zero-pool", "version": "1.0.0", "instances": {"pool_size": 0}}"#,
+                )],
+            )
+            .with_plugin(
+                "odd-reuse",
+                &[(
+                    "plugin.json",
+                    r#"{"name": "odd-reuse", "version": "1.0.0", "instances": {"reuse": "always"}}"#,
+                )],
+            );
+        let loaded = folder.load();
+        for (plugin, reason) in [
+            ("zero-pool", "instances.pool_size must be between 1 and 64"),
+            ("odd-reuse", "unknown variant `always`"),
+        ] {
+            let report = loaded.report.plugin(plugin).expect("reported");
+            assert!(
+                matches!(&report.status, PluginStatus::Rejected { reason: r } if r.contains(reason)),
+                "{plugin}: {}",
+                loaded.report
+            );
+        }
+    }
+}

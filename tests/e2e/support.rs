@@ -23,6 +23,8 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
         "old-abi" => env!("FIXTURE_OLD_ABI_WASM"),
         "status-override" => env!("FIXTURE_STATUS_OVERRIDE_WASM"),
         "greeter" => env!("FIXTURE_GREETER_WASM"),
+        "counter" => env!("FIXTURE_COUNTER_WASM"),
+        "sleeper" => env!("FIXTURE_SLEEPER_WASM"),
         other => panic!("no fixture plugin called {other}"),
     })
 }
@@ -62,12 +64,19 @@ impl PluginsFolder {
     /// Add fixture plugin `name`: its three manifests and its built
     /// component, as a plugin author would ship it.
     pub fn with_fixture(self, name: &str) -> Self {
+        self.add_fixture(name);
+        self
+    }
+
+    /// Copy fixture plugin `name` in, as a user dropping a plugin into a
+    /// served folder would: the component first, the manifests last.
+    pub fn add_fixture(&self, name: &str) {
         let source = fixtures_dir().join("plugins").join(name);
         let target = self.path().join(name);
-        copy_manifests(&source, &target);
+        std::fs::create_dir_all(&target).expect("mkdir");
         std::fs::copy(fixture_wasm(name), target.join(format!("{name}.wasm")))
             .expect("copy component");
-        self
+        copy_manifests(&source, &target);
     }
 
     /// Add a manifest-only fixture from tests/fixtures/manifests.

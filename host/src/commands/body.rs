@@ -45,7 +45,10 @@ impl BodyExecutor {
 
     async fn execute_body(&self, context: &Value) -> Result<Decision, ExecutorFault> {
         // Yield to the body an earlier (lower-priority) executor provided.
-        if context.get("result").is_some_and(|result| !result.is_null()) {
+        if context
+            .get("result")
+            .is_some_and(|result| !result.is_null())
+        {
             return Ok(Decision::Pass);
         }
         // The context is the harness's own, but an earlier executor may have

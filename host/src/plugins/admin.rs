@@ -9,7 +9,9 @@ use std::sync::{Arc, RwLock};
 use serde_json::json;
 
 use super::report::{LoadReport, PluginStatus};
-use crate::commands::{CommandError, CommandSpec, Invocation, NativeBody, Outcome, Reply, RegistryBuilder};
+use crate::commands::{
+    CommandError, CommandSpec, Invocation, NativeBody, Outcome, RegistryBuilder, Reply,
+};
 use crate::task::Role;
 
 /// Register `/plugins` (admins only) showing `report`.
@@ -19,8 +21,8 @@ pub fn register_plugins_command(
 ) -> Result<(), crate::commands::RegistryError> {
     let spec = CommandSpec {
         name: "plugins".into(),
-        description: "Show the plugin load report: what loaded, what was rejected or skipped, and why"
-            .into(),
+        description:
+            "Show the plugin load report: what loaded, what was rejected or skipped, and why".into(),
         usage: "/plugins".into(),
         arguments: Vec::new(),
         roles: vec![Role::Admin],
@@ -40,7 +42,9 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
         .iter()
         .map(|plugin| {
             let (status, version, commands) = match &plugin.status {
-                PluginStatus::Loaded { version, commands, .. } => ("loaded", Some(version), commands.clone()),
+                PluginStatus::Loaded {
+                    version, commands, ..
+                } => ("loaded", Some(version), commands.clone()),
                 PluginStatus::Rejected { .. } => ("rejected", None, Vec::new()),
             };
             json!({
@@ -67,6 +71,11 @@ fn plugin_problems(plugin: &super::report::PluginReport) -> Vec<String> {
     if let PluginStatus::Rejected { reason } = &plugin.status {
         problems.push(reason.clone());
     }
-    problems.extend(plugin.skipped.iter().map(|s| format!("{}: {}", s.what, s.reason)));
+    problems.extend(
+        plugin
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.what, s.reason)),
+    );
     problems
 }

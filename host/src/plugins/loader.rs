@@ -297,6 +297,7 @@ fn candidate(root: PluginRoot, manifest: PluginManifest, origin: PluginOrigin) -
         name: manifest.name.clone(),
         config: manifest.config.clone(),
         memory_bytes: manifest.limits.memory_bytes(),
+        instances: manifest.instances.policy(),
     });
     let report = PluginReport::loaded(&manifest.name, origin, manifest.version.to_string());
     Candidate {

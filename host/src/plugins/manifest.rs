@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::wasm::{DEFAULT_MEMORY_BYTES, MAX_MEMORY_BYTES};
+use super::wasm::{
+    DEFAULT_MAX_INVOCATIONS, DEFAULT_MEMORY_BYTES, DEFAULT_POOL_SIZE, InstancePolicy,
+    MAX_MEMORY_BYTES, MAX_POOL_SIZE, Reuse,
+};
 use crate::commands::CommandSpec;
 
 /// plugin.json: who the plugin is. Agent Plugins 1.0 compatible, so fields
@@ -22,6 +25,8 @@ pub struct PluginManifest {
     pub config: BTreeMap<String, String>,
     #[serde(default)]
     pub limits: Limits,
+    #[serde(default)]
+    pub instances: Instances,
 }
 
 /// Resource limits for every instance of the plugin's components.
@@ -37,6 +42,32 @@ impl Limits {
         self.memory_mib
             .map(|mib| mib << 20)
             .unwrap_or(DEFAULT_MEMORY_BYTES)
+    }
+}
+
+/// Whether and how the plugin's component instances are reused between
+/// calls: `{"reuse": "never" | "per-task" | "stateless", "pool_size": N,
+/// "max_invocations": N}`, every field optional. See [`Reuse`] for the
+/// modes; `pool_size` and `max_invocations` are accepted (and unused) with
+/// `never`, so reuse can be switched off without editing the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Instances {
+    #[serde(default)]
+    pub reuse: Reuse,
+    /// Idle instances kept per component, 1 to [`MAX_POOL_SIZE`].
+    pub pool_size: Option<u32>,
+    /// Calls one instance serves before it is discarded, at least 1.
+    pub max_invocations: Option<u32>,
+}
+
+impl Instances {
+    pub fn policy(&self) -> InstancePolicy {
+        InstancePolicy {
+            reuse: self.reuse,
+            pool_size: self.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
+            max_invocations: self.max_invocations.unwrap_or(DEFAULT_MAX_INVOCATIONS),
+        }
     }
 }
 
@@ -73,6 +104,19 @@ impl PluginManifest {
                 "limits.memory_mib must be between 1 and {}",
                 MAX_MEMORY_BYTES >> 20
             )));
+        }
+        if let Some(size) = self.instances.pool_size
+            && !(1..=MAX_POOL_SIZE).contains(&size)
+        {
+            return Err(ManifestError::Invalid(format!(
+                "instances.pool_size must be between 1 and {MAX_POOL_SIZE} \
+                 (to keep no instances, set instances.reuse to `never`)"
+            )));
+        }
+        if self.instances.max_invocations == Some(0) {
+            return Err(ManifestError::Invalid(
+                "instances.max_invocations must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -208,6 +252,75 @@ mod tests {
             "not json",
         ] {
             assert!(PluginManifest::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn instances_default_to_a_per_task_pool() {
+        let manifest =
+            PluginManifest::parse(r#"{"name": "p", "version": "1.0.0"}"#).expect("valid");
+        assert_eq!(manifest.instances.policy(), InstancePolicy::default());
+        assert_eq!(
+            InstancePolicy::default(),
+            InstancePolicy {
+                reuse: Reuse::PerTask,
+                pool_size: DEFAULT_POOL_SIZE,
+                max_invocations: DEFAULT_MAX_INVOCATIONS,
+            }
+        );
+    }
+
+    #[test]
+    fn instances_are_parsed_and_validated() {
+        let parse = |instances: &str| {
+            PluginManifest::parse(&format!(
+                r#"{{"name": "p", "version": "1.0.0", "instances": {instances}}}"#
+            ))
+            .map(|manifest| manifest.instances.policy())
+        };
+        for (text, reuse) in [
+            (r#"{"reuse": "never"}"#, Reuse::Never),
+            (r#"{"reuse": "per-task"}"#, Reuse::PerTask),
+            (r#"{"reuse": "stateless"}"#, Reuse::Stateless),
+            ("{}", Reuse::PerTask),
+        ] {
+            assert_eq!(parse(text).expect(text).reuse, reuse, "{text}");
+        }
+        let full = parse(r#"{"reuse": "stateless", "pool_size": 64, "max_invocations": 1}"#)
+            .expect("valid");
+        assert_eq!(
+            full,
+            InstancePolicy {
+                reuse: Reuse::Stateless,
+                pool_size: 64,
+                max_invocations: 1
+            }
+        );
+        // Sizes are accepted with `never`, so reuse can be toggled alone.
+        assert!(parse(r#"{"reuse": "never", "pool_size": 4}"#).is_ok());
+
+        for (bad, reason) in [
+            (r#"{"reuse": "sometimes"}"#, "unknown variant `sometimes`"),
+            (r#"{"reuse": "per_task"}"#, "unknown variant `per_task`"),
+            (r#"{"reuse": true}"#, "expected value"),
+            (r#"{"pool_size": 0}"#, "pool_size must be between 1 and 64"),
+            (r#"{"pool_size": 65}"#, "pool_size must be between 1 and 64"),
+            (r#"{"pool_size": -1}"#, "invalid value"),
+            (r#"{"pool_size": 1.5}"#, "invalid type"),
+            (
+                r#"{"max_invocations": 0}"#,
+                "max_invocations must be at least 1",
+            ),
+            (r#"{"max_invocations": 4294967296}"#, "invalid value"),
+            (r#"{"pool_sise": 4}"#, "unknown field `pool_sise`"),
+            (r#""stateless""#, "invalid type"),
+        ] {
+            match parse(bad) {
+                Err(ManifestError::Invalid(message)) => {
+                    assert!(message.contains(reason), "{bad}: {message}")
+                }
+                other => panic!("{bad} must be invalid, got {other:?}"),
+            }
         }
     }
 

@@ -13,15 +13,15 @@ mod admin;
 mod embedded;
 mod loader;
 pub mod manifest;
-mod report;
 mod reload;
+mod report;
 mod root;
 pub mod wasm;
 mod watch;
 
+pub use admin::register_plugins_command;
 pub use embedded::BUILTIN;
 pub use loader::{DEFAULT_HOOK_TIMEOUT, Loaded, PluginLoader};
-pub use report::{LoadReport, PluginOrigin, PluginReport, PluginStatus, Skipped};
-pub use admin::register_plugins_command;
 pub use reload::{NativeRegistrations, ReloadOutcome, Reloader};
+pub use report::{LoadReport, PluginOrigin, PluginReport, PluginStatus, Skipped};
 pub use watch::{MAX_DELAY, PluginWatch, QUIET_PERIOD, watch};

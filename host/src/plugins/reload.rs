@@ -135,7 +135,8 @@ impl Reloader {
     /// fall back to it.
     fn stage_clean_plugins(&mut self, report: &LoadReport) {
         for plugin in &report.plugins {
-            let (Some(folder), PluginOrigin::Directory(source)) = (folder_name(plugin), &plugin.origin)
+            let (Some(folder), PluginOrigin::Directory(source)) =
+                (folder_name(plugin), &plugin.origin)
             else {
                 continue;
             };
@@ -153,7 +154,9 @@ impl Reloader {
                         let _ = std::fs::remove_dir_all(old);
                     }
                 }
-                Err(err) => tracing::warn!(plugin = %plugin.name, %err, "cannot stage a copy of the plugin"),
+                Err(err) => {
+                    tracing::warn!(plugin = %plugin.name, %err, "cannot stage a copy of the plugin")
+                }
             }
         }
     }
@@ -161,7 +164,10 @@ impl Reloader {
     /// A folder holding links to the live plugins, except the broken ones,
     /// which link to their last clean copy.
     fn compose(&self, broken: &[(String, PluginReport)]) -> std::io::Result<PathBuf> {
-        let composed = self.staging.path().join(format!("composed-{}", self.generation));
+        let composed = self
+            .staging
+            .path()
+            .join(format!("composed-{}", self.generation));
         std::fs::create_dir_all(&composed)?;
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;

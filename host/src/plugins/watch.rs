@@ -26,15 +26,14 @@ pub struct PluginWatch {
 /// Must be called inside a Tokio runtime.
 pub fn watch(dir: PathBuf, reloader: Arc<Mutex<Reloader>>) -> notify::Result<PluginWatch> {
     let (events, mut received) = mpsc::unbounded_channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        match event {
+    let mut watcher =
+        notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
             Ok(event) if is_change(&event) => {
                 let _ = events.send(());
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(%err, "plugins folder watch error"),
-        }
-    })?;
+        })?;
     watcher.watch(&dir, RecursiveMode::Recursive)?;
     let task = tokio::spawn(async move {
         while received.recv().await.is_some() {

@@ -12,8 +12,8 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-use exports::tiny_harness::plugin::hook;
 use self::tiny_harness::plugin::types as wit;
+use exports::tiny_harness::plugin::hook;
 
 /// The WIT package every component must be built against.
 pub(crate) const PACKAGE: &str = "tiny-harness:plugin";

@@ -1,5 +1,6 @@
-//! One plugin component: compiled once, pre-instantiated once, and
-//! instantiated into a fresh store for every call.
+//! One plugin component: compiled once, pre-instantiated once, and run in a
+//! fresh instance per call or, as its plugin.json allows, in a warm one from
+//! its pool.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use super::bindings::{
     ExportIndices, PACKAGE, PACKAGE_VERSION, decision_from_guest, exports, outcome_from_guest,
 };
 use super::engine::WasmRuntime;
+use super::pool::{InstancePool, LiveInstance, PoolKey, task_of};
 use super::store::{PluginIdentity, StoreState, new_store};
 use crate::commands::{BodyResult, Invocation};
 use crate::hooks::{Decision, ExecutorFault, HookPoint};
@@ -37,6 +39,8 @@ pub struct PluginComponent {
     identity: Arc<PluginIdentity>,
     pre: InstancePre<StoreState>,
     exports: ExportIndices,
+    /// Warm instances, shared by every export of this component.
+    pool: InstancePool,
 }
 
 impl PluginComponent {
@@ -66,6 +70,7 @@ impl PluginComponent {
         }
         Ok(PluginComponent {
             runtime: runtime.clone(),
+            pool: InstancePool::new(identity.instances),
             identity,
             pre,
             exports,
@@ -84,7 +89,8 @@ impl PluginComponent {
         self.exports.hook.is_some()
     }
 
-    /// Run the component's command body in a fresh instance.
+    /// Run the component's command body, in an instance the invocation's
+    /// task may use.
     pub async fn run_command(&self, invocation: Invocation, timeout: Duration) -> BodyResult {
         let Some(indices) = &self.exports.command else {
             return Err(ExecutorFault::Failed(format!(
@@ -92,21 +98,26 @@ impl PluginComponent {
                 self.identity.name
             )));
         };
-        let mut store = self.store(timeout);
+        let key = self.pool.key_for(Some(&invocation.task.id));
+        let mut live = self.checkout(key.as_ref(), timeout).await?;
         let result = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            let guest = indices.load(&mut store, &instance)?;
-            guest.call_run(&mut store, &invocation.into()).await
+            let guest = indices.load(&mut live.store, &live.instance)?;
+            guest.call_run(&mut live.store, &invocation.into()).await
         }
         .await;
-        match result {
-            Ok(Ok(outcome)) => Ok(Ok(outcome_from_guest(outcome)?)),
+        let answer = match result {
+            Ok(Ok(outcome)) => outcome_from_guest(outcome).map(Ok),
+            // The guest answered with an error value: a normal return, the
+            // instance is sound.
             Ok(Err(error)) => Ok(Err(error.into())),
-            Err(err) => Err(fault(&store, err, timeout)),
-        }
+            Err(err) => Err(fault(&live.store, err, timeout)),
+        };
+        self.check_in(key, live, answer.is_ok());
+        answer
     }
 
-    /// Run the component's generic hook executor in a fresh instance.
+    /// Run the component's generic hook executor, in an instance the
+    /// context's task (`task.id`, if any) may use.
     pub async fn handle_hook(
         &self,
         point: HookPoint,
@@ -119,28 +130,53 @@ impl PluginComponent {
                 self.identity.name
             )));
         };
+        let key = self.pool.key_for(task_of(context));
         let context = context.to_string();
         let point = point.to_string();
-        let mut store = self.store(timeout);
+        let mut live = self.checkout(key.as_ref(), timeout).await?;
         let result = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            let guest = indices.load(&mut store, &instance)?;
-            guest.call_handle(&mut store, &point, &context).await
+            let guest = indices.load(&mut live.store, &live.instance)?;
+            guest.call_handle(&mut live.store, &point, &context).await
         }
         .await;
-        match result {
+        let answer = match result {
             Ok(decision) => decision_from_guest(decision),
+            Err(err) => Err(fault(&live.store, err, timeout)),
+        };
+        self.check_in(key, live, answer.is_ok());
+        answer
+    }
+
+    /// An instance for one call of at most `timeout`: a warm one from the
+    /// pool when `key` allows and one is idle, else a fresh one.
+    async fn checkout(
+        &self,
+        key: Option<&PoolKey>,
+        timeout: Duration,
+    ) -> Result<LiveInstance, ExecutorFault> {
+        if let Some(live) = key.and_then(|key| self.pool.take(key, timeout)) {
+            return Ok(live);
+        }
+        let mut store = new_store(&self.runtime.engine, self.identity.clone(), timeout);
+        match self.pre.instantiate_async(&mut store).await {
+            Ok(instance) => Ok(LiveInstance::new(store, instance)),
             Err(err) => Err(fault(&store, err, timeout)),
         }
     }
 
-    fn store(&self, timeout: Duration) -> Store<StoreState> {
-        new_store(&self.runtime.engine, self.identity.clone(), timeout)
+    /// After a call: keep the instance for `key` if the call ended cleanly,
+    /// else drop it. A trapped, timed-out or out-of-memory instance is
+    /// poisoned, and one that gave a malformed answer is not trusted again.
+    fn check_in(&self, key: Option<PoolKey>, live: LiveInstance, clean: bool) {
+        match key {
+            Some(key) if clean => self.pool.give_back(key, live),
+            _ => drop(live),
+        }
     }
 }
 
-/// Turn a failed call into the fault the sender is told about. The store is
-/// dropped by the caller afterwards: a trapped instance is never reused.
+/// Turn a failed call into the fault the sender is told about. The instance
+/// is dropped by the caller afterwards: a trapped instance is never reused.
 fn fault(store: &Store<StoreState>, err: wasmtime::Error, timeout: Duration) -> ExecutorFault {
     let state = store.data();
     if state.limits.exhausted {

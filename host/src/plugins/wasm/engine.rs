@@ -29,9 +29,9 @@ pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
 /// while stopping a runaway allocation quickly.
 pub const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
 
-/// How many instances may be alive at once across all plugins: concurrent
-/// invocations plus (later) warm pools. Slots are address-space
-/// reservations, not committed memory.
+/// How many instances may be alive at once across all plugins: calls in
+/// flight plus idle warm instances (at most `pool::MAX_POOL_SIZE` per
+/// component). Slots are address-space reservations, not committed memory.
 const POOL_INSTANCES: u32 = 1000;
 
 /// Linear memory kept resident (and reset in place) per warm pool slot.
