@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$here/lib.sh"
 
-all=(rust c go python js)
+all=(rust c go python js python-status)
 langs=("${@:-${all[@]}}")
 for lang in "${langs[@]}"; do
     [[ -x "$here/$lang/build.sh" ]] || die "no example called \`$lang\` (have: ${all[*]})"
@@ -22,8 +22,8 @@ for lang in "${langs[@]}"; do
     "$here/$lang/build.sh" || die "building the $lang example failed (see above)"
     millis=$((($(date +%s%N) - start) / 1000000))
     size=$(du -k "$here/$lang/$lang.wasm" | cut -f1)
-    summary+=("$(printf '%-8s %6d.%01d s %8d KiB' "$lang" $((millis / 1000)) $((millis % 1000 / 100)) "$size")")
+    summary+=("$(printf '%-14s %6d.%01d s %8d KiB' "$lang" $((millis / 1000)) $((millis % 1000 / 100)) "$size")")
 done
 
-printf '\n%-8s %8s %12s\n' example time component
+printf '\n%-14s %8s %12s\n' example time component
 printf '%s\n' "${summary[@]}"

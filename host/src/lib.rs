@@ -12,7 +12,8 @@
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
 //! - [`model`]: model providers, with a deterministic offline default;
-//! - [`config`]: the configuration file and its defaults.
+//! - [`config`]: the configuration file and its defaults;
+//! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
 pub mod a2a;
 pub mod commands;
@@ -20,4 +21,5 @@ pub mod config;
 pub mod hooks;
 pub mod model;
 pub mod plugins;
+pub mod scaffold;
 pub mod task;

@@ -84,6 +84,18 @@ enum PluginsCommand {
         #[arg(long, default_value = "reporter")]
         role: String,
     },
+    /// Scaffold a plugin that builds: manifests, a source file, build.sh,
+    /// a README and the WIT contract, in DIR/NAME.
+    New {
+        /// The plugin's name: 1-64 of a-z, 0-9, `.` and `-`.
+        name: String,
+        /// The language to write it in.
+        #[arg(long, value_enum)]
+        lang: tiny_harness::scaffold::Lang,
+        /// Where to create the plugin's folder (created when missing).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -103,6 +115,14 @@ fn main() -> ExitCode {
                 _ => unreachable!("clap enforces one or two values"),
             };
             run(&cli.runtime, &dir, &message, &sender, &role)
+        }
+        Command::Plugins(PluginsCommand::New { name, lang, dir }) => {
+            tiny_harness::scaffold::create(&name, lang, &dir)
+                .map(|created| {
+                    println!("{created}");
+                    ExitCode::SUCCESS
+                })
+                .map_err(anyhow::Error::from)
         }
     };
     match result {
@@ -194,8 +214,9 @@ impl Plugins {
             natives(&mut builder);
             let loaded = loader.load(None, builder);
             log_load_report(&loaded.report);
-            *report.write().map_err(|_| anyhow::anyhow!("load report lock poisoned"))? =
-                loaded.report;
+            *report
+                .write()
+                .map_err(|_| anyhow::anyhow!("load report lock poisoned"))? = loaded.report;
             return Ok(Plugins {
                 registries: Registries::new(loaded.registry),
                 reloader: None,
@@ -303,7 +324,10 @@ impl PluginsFolder {
         }
         let scratch = tempfile::tempdir()?;
         let plugin = dir.canonicalize()?;
-        let name = plugin.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "plugin".into());
+        let name = plugin
+            .file_name()
+            .map(|n| n.to_owned())
+            .unwrap_or_else(|| "plugin".into());
         std::os::unix::fs::symlink(&plugin, scratch.path().join(name))?;
         Ok(PluginsFolder::Single(scratch))
     }
@@ -339,7 +363,10 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     let role: Role = role.parse().map_err(anyhow::Error::msg)?;
     let folder = dir.is_dir().then(|| PluginsFolder::at(dir)).transpose()?;
-    let loaded = loader(args)?.load(folder.as_ref().map(PluginsFolder::path), CommandRegistry::builder());
+    let loaded = loader(args)?.load(
+        folder.as_ref().map(PluginsFolder::path),
+        CommandRegistry::builder(),
+    );
     for problem in loaded.report.problems() {
         eprintln!("warning: {problem}");
     }

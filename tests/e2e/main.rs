@@ -10,4 +10,5 @@ mod support;
 mod cli;
 mod plugin_host;
 mod remote_executors;
+mod scaffold;
 mod server;

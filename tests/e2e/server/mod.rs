@@ -1,11 +1,12 @@
 //! The A2A server, through the real binary over real HTTP.
 
-mod support;
+pub(crate) mod support;
 
 mod commands;
 mod completion;
 mod errors;
 mod interop;
+mod languages;
 mod lifecycle;
 mod reload;
 mod roles;
