@@ -8,9 +8,14 @@
 //! * each example plugin found under `examples/plugins/<lang>` (see
 //!   [`EXAMPLES`]): its body in a fresh instance versus from the warm pool.
 //!
+//! * reload latency (files written to command available), as in the `reload`
+//!   bench.
+//!
 //! Run: `cargo bench --bench dispatch` (optionally `-- --iterations N`).
 //! Goals: fresh-instance Wasm dispatch at most 30 us p50 (issue 2); warm
 //! dispatch fast for every language ("fast dispatch for every language").
+
+mod reload_latency;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -41,6 +46,9 @@ const EXAMPLES: &[(&str, &str)] = &[
 /// Examples get a tenth of the `/status` iterations: a fresh Python instance
 /// costs ~1 ms, and 2000 samples already give a stable p99.
 const EXAMPLE_ITERATION_SHARE: usize = 10;
+
+/// Drop-ins per plugin for the reload latency at the end of the run.
+const RELOAD_ITERATIONS: usize = 10;
 
 fn main() -> anyhow::Result<()> {
     let iterations = iterations_from_args().unwrap_or(20_000).max(1);
@@ -130,7 +138,13 @@ fn main() -> anyhow::Result<()> {
             Err(err) => println!("{lang:<8} cannot be measured: {err:#}"),
         }
     }
-    Ok(())
+
+    // The reload watcher runs on worker threads while the measurement
+    // polls from this one, so it gets a multi-threaded runtime of its own.
+    println!();
+    let reloads = tokio::runtime::Runtime::new()?;
+    let _reloads = reloads.enter();
+    reload_latency::measure_reload_latency(RELOAD_ITERATIONS)
 }
 
 fn iterations_from_args() -> Option<usize> {
