@@ -84,6 +84,14 @@ enum PluginsCommand {
         #[arg(long, default_value = "reporter")]
         role: String,
     },
+    /// Complete a partly typed message: command names, then the command's
+    /// arguments from its plugin's completion export.
+    Complete {
+        /// `[DIR] TEXT`: the plugins folder (default `plugins`) and the text
+        /// typed so far, e.g. "/gr" or "/greet w".
+        #[arg(num_args = 1..=2, required = true, value_names = ["DIR", "TEXT"])]
+        args: Vec<String>,
+    },
     /// Scaffold a plugin that builds: manifests, a source file, build.sh,
     /// a README and the WIT contract, in DIR/NAME.
     New {
@@ -109,12 +117,12 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&cli.runtime, args),
         Command::Plugins(PluginsCommand::Check { dir }) => check(&cli.runtime, &dir),
         Command::Plugins(PluginsCommand::Run { args, sender, role }) => {
-            let (dir, message) = match args.as_slice() {
-                [message] => (PathBuf::from("plugins"), message.clone()),
-                [dir, message] => (PathBuf::from(dir), message.clone()),
-                _ => unreachable!("clap enforces one or two values"),
-            };
+            let (dir, message) = dir_and_text(&args);
             run(&cli.runtime, &dir, &message, &sender, &role)
+        }
+        Command::Plugins(PluginsCommand::Complete { args }) => {
+            let (dir, text) = dir_and_text(&args);
+            complete(&cli.runtime, &dir, &text)
         }
         Command::Plugins(PluginsCommand::New { name, lang, dir }) => {
             tiny_harness::scaffold::create(&name, lang, &dir)
@@ -338,6 +346,31 @@ impl PluginsFolder {
             PluginsFolder::Single(scratch) => scratch.path(),
         }
     }
+}
+
+/// `[DIR] TEXT` positionals: clap guarantees one or two values.
+fn dir_and_text(args: &[String]) -> (PathBuf, String) {
+    match args {
+        [dir, text] => (PathBuf::from(dir), text.clone()),
+        [text, ..] => (PathBuf::from("plugins"), text.clone()),
+        [] => (PathBuf::from("plugins"), String::new()),
+    }
+}
+
+fn complete(args: &RuntimeArgs, dir: &Path, text: &str) -> anyhow::Result<ExitCode> {
+    let folder = dir.is_dir().then(|| PluginsFolder::at(dir)).transpose()?;
+    let loaded = loader(args)?.load(
+        folder.as_ref().map(PluginsFolder::path),
+        CommandRegistry::builder(),
+    );
+    let suggestions = tokio::runtime::Runtime::new()?.block_on(loaded.registry.complete(text))?;
+    for suggestion in suggestions {
+        match suggestion.description {
+            Some(description) => println!("{}\t{description}", suggestion.value),
+            None => println!("{}", suggestion.value),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(args: &RuntimeArgs, dir: &Path) -> anyhow::Result<ExitCode> {

@@ -783,3 +783,39 @@ mod instance_reuse {
         }
     }
 }
+
+#[tokio::test]
+async fn completion_offers_command_names_then_the_plugins_own_suggestions() {
+    let loaded = PluginsFolder::new().with_fixture("greeter").load();
+    let registry = &loaded.registry;
+    let values = |suggestions: Vec<tiny_harness::commands::Suggestion>| -> Vec<String> {
+        suggestions.into_iter().map(|s| s.value).collect()
+    };
+    assert_eq!(
+        values(registry.complete("/s").await.expect("names")),
+        ["/status", "/sub-task"]
+    );
+    assert_eq!(
+        values(registry.complete("/gr").await.expect("names")),
+        ["/greet"]
+    );
+    // The greeter component's completion export answers for /greet.
+    assert_eq!(
+        values(registry.complete("/greet w").await.expect("args")),
+        ["world"]
+    );
+    assert_eq!(
+        values(registry.complete("/greet ").await.expect("args")),
+        ["world", "team"]
+    );
+    // No completion export (the built-ins), or not a command: nothing.
+    assert!(
+        registry
+            .complete("/status x")
+            .await
+            .expect("none")
+            .is_empty()
+    );
+    assert!(registry.complete("hello").await.expect("none").is_empty());
+    assert!(registry.complete("/nope x").await.expect("none").is_empty());
+}

@@ -7,12 +7,14 @@
 //! ([`RegistryBuilder::register`]); the registry is frozen before tasks run.
 
 mod body;
+mod completion;
 mod generation;
 mod invocation;
 mod registry;
 mod spec;
 
 pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
+pub use completion::{Completer, Suggestion};
 pub use generation::Registries;
 pub use invocation::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::body::{BodyExecutor, CommandBody};
 use super::{
-    CommandContext, CommandError, CommandResult, CommandSpec, InvalidSpec, InvokedCommand, Outcome,
+    CommandContext, CommandError, CommandResult, CommandSpec, Completer, InvalidSpec,
+    InvokedCommand, Outcome, Suggestion,
 };
 use crate::hooks::{
     AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookChains, HookEntry, HookPoint,
@@ -51,6 +52,8 @@ pub enum RegistryError {
 pub struct RegistryBuilder {
     commands: BTreeMap<String, RegisteredCommand>,
     hooks: Vec<HookEntry>,
+    /// Per command: the completer of the lowest-priority body offering one.
+    completers: BTreeMap<String, (i32, Arc<dyn Completer>)>,
 }
 
 impl RegistryBuilder {
@@ -113,6 +116,21 @@ impl RegistryBuilder {
         Ok(())
     }
 
+    /// Complete `command`'s arguments with `completer`, offered by a body at
+    /// `priority`: like bodies, the lowest priority wins (ties: first set).
+    pub fn set_completer(&mut self, command: &str, priority: i32, completer: Arc<dyn Completer>) {
+        if !self.commands.contains_key(command) {
+            return;
+        }
+        match self.completers.get(command) {
+            Some((existing, _)) if *existing <= priority => {}
+            _ => {
+                self.completers
+                    .insert(command.to_owned(), (priority, completer));
+            }
+        }
+    }
+
     pub fn is_declared(&self, command: &str) -> bool {
         self.commands.contains_key(command)
     }
@@ -142,9 +160,17 @@ impl RegistryBuilder {
             .iter()
             .filter_map(|name| self.commands.remove(name))
             .collect();
+        let commands = &self.commands;
+        self.completers
+            .retain(|command, _| commands.contains_key(command));
         let registry = CommandRegistry {
             commands: self.commands,
             hooks: HookChains::new(self.hooks),
+            completers: self
+                .completers
+                .into_iter()
+                .map(|(command, (_, completer))| (command, completer))
+                .collect(),
         };
         (registry, bodiless)
     }
@@ -177,6 +203,7 @@ pub enum CommandFailure {
 pub struct CommandRegistry {
     commands: BTreeMap<String, RegisteredCommand>,
     hooks: HookChains,
+    completers: BTreeMap<String, Arc<dyn Completer>>,
 }
 
 impl CommandRegistry {
@@ -210,6 +237,33 @@ impl CommandRegistry {
             name,
             raw_arguments,
         })
+    }
+
+    /// Suggestions for what follows `text`: registered command names while
+    /// the first word is being typed (`/st` -> `/status`), then the
+    /// command's own argument completion, if its body's plugin offers one.
+    pub async fn complete(&self, text: &str) -> Result<Vec<Suggestion>, CommandFailure> {
+        let Some(rest) = text.strip_prefix('/') else {
+            return Ok(Vec::new());
+        };
+        let Some((name, partial)) = rest.split_once(char::is_whitespace) else {
+            return Ok(self
+                .commands
+                .values()
+                .filter(|command| command.spec.name.starts_with(rest))
+                .map(|command| Suggestion {
+                    value: format!("/{}", command.spec.name),
+                    description: Some(command.spec.description.clone()),
+                })
+                .collect());
+        };
+        let Some(completer) = self.completers.get(name) else {
+            return Ok(Vec::new());
+        };
+        completer
+            .complete(name, partial.trim_start())
+            .await
+            .map_err(|fault| CommandFailure::Failed(format!("completing /{name} {fault}")))
     }
 
     /// Run a command through `command.invoked`: arguments validated, then the

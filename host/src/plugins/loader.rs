@@ -18,7 +18,7 @@ use super::manifest::{self, ExecutorSource, HookDeclaration, ManifestError, Plug
 use super::report::{LoadReport, PluginOrigin, PluginReport, PluginStatus};
 use super::root::PluginRoot;
 use super::wasm::{
-    PluginComponent, PluginIdentity, WasmCommandBody, WasmHookExecutor, WasmRuntime,
+    PluginComponent, PluginIdentity, WasmCommandBody, WasmCompleter, WasmHookExecutor, WasmRuntime,
 };
 use crate::commands::{BodyExecutor, CommandRegistry, MAX_TIMEOUT, RegistryBuilder};
 use crate::hooks::{
@@ -168,6 +168,7 @@ impl PluginLoader {
             let entry = self.hook_entry(candidate, &declaration, builder, &mut components);
             match entry.and_then(|entry| builder.add_hook(entry).map_err(|err| err.to_string())) {
                 Ok(()) => {
+                    offer_completion(&declaration, &components, builder);
                     names.push(declaration.name.clone());
                     if let PluginStatus::Loaded { hooks, .. } = &mut candidate.report.status {
                         hooks.push(declaration.name);
@@ -231,6 +232,27 @@ impl PluginLoader {
             kind,
             executor,
         })
+    }
+}
+
+/// A command body's component that also exports `completion` completes
+/// that command's arguments (the lowest-priority body's, like the body).
+fn offer_completion(
+    declaration: &HookDeclaration,
+    components: &ComponentSet,
+    builder: &mut RegistryBuilder,
+) {
+    let (Some(command), Some(path)) = (&declaration.command, &declaration.component) else {
+        return;
+    };
+    let is_body = declaration.point.parse::<HookPoint>().ok()
+        == Some(HookPoint::new(Operation::CommandInvoked, Phase::In));
+    if let (true, Some(Ok(component))) = (is_body, components.loaded.get(path))
+        && component.exports_completion()
+    {
+        let completer = WasmCompleter::new(component.clone(), DEFAULT_HOOK_TIMEOUT);
+        let priority = declaration.priority.unwrap_or(DEFAULT_PRIORITY);
+        builder.set_completer(command, priority, Arc::new(completer));
     }
 }
 

@@ -15,7 +15,7 @@ use super::bindings::{
 use super::engine::WasmRuntime;
 use super::pool::{InstancePool, LiveInstance, PoolKey, task_of};
 use super::store::{PluginIdentity, StoreState, new_store};
-use crate::commands::{BodyResult, Invocation};
+use crate::commands::{BodyResult, Invocation, Suggestion};
 use crate::hooks::{Decision, ExecutorFault, HookPoint};
 
 /// Why a component cannot be used.
@@ -145,6 +145,45 @@ impl PluginComponent {
         };
         self.check_in(key, live, answer.is_ok());
         answer
+    }
+
+    /// Ask the component's completion export for suggestions. Completion is
+    /// advisory and runs outside any task, so it gets a fresh instance (or a
+    /// pooled one when the plugin is stateless).
+    pub async fn complete(
+        &self,
+        command: &str,
+        partial_arguments: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Suggestion>, ExecutorFault> {
+        let Some(indices) = &self.exports.completion else {
+            return Ok(Vec::new());
+        };
+        let key = self.pool.key_for(None);
+        let mut live = self.checkout(key.as_ref(), timeout).await?;
+        let result = async {
+            let guest = indices.load(&mut live.store, &live.instance)?;
+            guest
+                .call_complete(&mut live.store, command, partial_arguments)
+                .await
+        }
+        .await;
+        let answer = match result {
+            Ok(suggestions) => Ok(suggestions
+                .into_iter()
+                .map(|suggestion| Suggestion {
+                    value: suggestion.value,
+                    description: suggestion.description,
+                })
+                .collect()),
+            Err(err) => Err(fault(&live.store, err, timeout)),
+        };
+        self.check_in(key, live, answer.is_ok());
+        answer
+    }
+
+    pub fn exports_completion(&self) -> bool {
+        self.exports.completion.is_some()
     }
 
     /// An instance for one call of at most `timeout`: a warm one from the

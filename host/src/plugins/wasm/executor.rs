@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::component::PluginComponent;
-use crate::commands::{BodyResult, CommandBody, Invocation};
+use crate::commands::{BodyResult, CommandBody, Completer, Invocation, Suggestion};
 use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
 
 /// A component's typed `command.run` export as a command body.
@@ -46,5 +46,31 @@ impl Executor for WasmHookExecutor {
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
         Box::pin(self.component.handle_hook(point, context, self.timeout))
+    }
+}
+
+/// A component's `completion` export as the completer of the commands its
+/// body serves.
+pub struct WasmCompleter {
+    component: Arc<PluginComponent>,
+    timeout: Duration,
+}
+
+impl WasmCompleter {
+    pub fn new(component: Arc<PluginComponent>, timeout: Duration) -> Self {
+        WasmCompleter { component, timeout }
+    }
+}
+
+impl Completer for WasmCompleter {
+    fn complete<'a>(
+        &'a self,
+        command: &'a str,
+        partial_arguments: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Suggestion>, ExecutorFault>> {
+        Box::pin(
+            self.component
+                .complete(command, partial_arguments, self.timeout),
+        )
     }
 }

@@ -15,6 +15,6 @@ mod store;
 
 pub use component::{ComponentError, PluginComponent};
 pub use engine::{DEFAULT_MEMORY_BYTES, MAX_MEMORY_BYTES, RuntimeConfig, WasmRuntime};
-pub use executor::{WasmCommandBody, WasmHookExecutor};
+pub use executor::{WasmCommandBody, WasmCompleter, WasmHookExecutor};
 pub use pool::{DEFAULT_MAX_INVOCATIONS, DEFAULT_POOL_SIZE, InstancePolicy, MAX_POOL_SIZE, Reuse};
 pub use store::PluginIdentity;
