@@ -15,6 +15,7 @@
 //! Goals: fresh-instance Wasm dispatch at most 30 us p50 (issue 2); warm
 //! dispatch fast for every language ("fast dispatch for every language").
 
+#[path = "common/reload_latency.rs"]
 mod reload_latency;
 
 use std::path::Path;

@@ -2,6 +2,7 @@
 //!
 //! Run: `cargo bench --bench reload` (optionally `-- --iterations N`).
 
+#[path = "common/reload_latency.rs"]
 mod reload_latency;
 
 fn main() -> anyhow::Result<()> {

@@ -197,13 +197,15 @@ async fn a_python_plugin_replaces_the_builtin_status_body_without_a_rebuild() {
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     assert_eq!(sub_state(&task), Some("awaiting-next-message"), "{task}");
 
-    // Removing the plugin brings the built-in body back...
+    // Removing the plugin brings the built-in body back, and dropping it in
+    // again, now compiled and cached, brings it back without a compile. The
+    // reload itself takes ~0.1-0.6 s (the reload bench measures it); the
+    // 5 s bound only keeps this test honest on a loaded 2-core CI machine,
+    // where it once exceeded 2 s while the durability tests ran beside it.
     std::fs::remove_dir_all(folder.path().join(PYTHON_STATUS)).expect("remove the plugin");
-    until_status(&alice, &id, BUILTIN_STATUS_REPLY, Duration::from_secs(2)).await;
-
-    // ...and dropping it in again, now compiled, takes effect within 2 s.
+    until_status(&alice, &id, BUILTIN_STATUS_REPLY, Duration::from_secs(5)).await;
     add_example(folder.path(), PYTHON_STATUS);
-    let (_, took) = until_status(&alice, &id, PYTHON_STATUS_REPLY, Duration::from_secs(2)).await;
+    let (_, took) = until_status(&alice, &id, PYTHON_STATUS_REPLY, Duration::from_secs(5)).await;
     eprintln!("python /status, cached: {took:?}");
 }
 
