@@ -27,20 +27,43 @@
 //! [rate_limit]
 //! per_participant_burst = 20
 //! per_participant_per_second = 5.0
+//!
+//! [store]
+//! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
+//! synchronous = "normal"           # normal | full (fsync every commit)
+//! idle_timeout_secs = 300          # a parked task leaves memory after this
+//! # retain_terminal_days = 30      # default: keep finished tasks forever
+//!
+//! [push]
+//! allow_private = false            # webhooks on loopback/private addresses
+//! max_attempts = 5
+//! initial_backoff_ms = 500
+//! timeout_secs = 10
 //! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::push::PushSettings;
+use crate::store::{StoreLocation, StoreOptions, Synchronous};
 
 /// The file read when `--config` is not given, if it exists in the working directory.
 pub const DEFAULT_CONFIG_FILE: &str = "tiny-harness.toml";
 
 /// The efforts a conversation can run at.
 pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
+
+/// The task store's file when `[store] path` is not set, beside the
+/// configuration file (or in the working directory without one).
+pub const DEFAULT_STORE_FILE: &str = "tiny-harness.db";
+
+/// The `[store] path` that keeps tasks in memory only.
+pub const MEMORY_STORE: &str = ":memory:";
 
 /// The longest participant id accepted, in characters.
 pub const MAX_PARTICIPANT_ID_CHARS: usize = 128;
@@ -72,6 +95,47 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// The per-participant limit on message sends.
     pub rate_limit: RateLimitConfig,
+    /// Where tasks are kept.
+    pub store: StoreConfig,
+    /// Push-notification delivery.
+    pub push: PushConfig,
+    /// The folder of the configuration file it was read from; relative store
+    /// paths are from there. Not a key of the file.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// `[store]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The SQLite file. Relative paths are from the configuration file's folder (the working
+    /// directory without a file); `":memory:"` keeps tasks in memory only. Default
+    /// [`DEFAULT_STORE_FILE`].
+    pub path: Option<String>,
+    /// `normal` (default): committed messages survive the process dying; `full`: they also
+    /// survive power loss, at an fsync per commit.
+    pub synchronous: Synchronous,
+    /// Seconds a task's actor with nothing to do stays in memory. Default 300.
+    pub idle_timeout_secs: u64,
+    /// Days a finished (completed, failed, canceled, rejected) task is kept after it ended.
+    /// Default: forever.
+    pub retain_terminal_days: Option<u32>,
+}
+
+/// `[push]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PushConfig {
+    /// Whether webhooks may resolve to loopback, private or link-local addresses. Default
+    /// false.
+    pub allow_private: bool,
+    /// Attempts per event and webhook, the first included. Default 5.
+    pub max_attempts: u32,
+    /// Milliseconds before the first retry; it doubles after each. Default 500.
+    pub initial_backoff_ms: u64,
+    /// Seconds one attempt may take. Default 10.
+    pub timeout_secs: u64,
 }
 
 /// `[models]`.
@@ -166,6 +230,32 @@ impl Default for Config {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            store: StoreConfig::default(),
+            push: PushConfig::default(),
+            base_dir: None,
+        }
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            path: None,
+            synchronous: Synchronous::Normal,
+            idle_timeout_secs: 300,
+            retain_terminal_days: None,
+        }
+    }
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        let defaults = PushSettings::default();
+        PushConfig {
+            allow_private: defaults.allow_private,
+            max_attempts: defaults.max_attempts,
+            initial_backoff_ms: u64::try_from(defaults.initial_backoff.as_millis()).unwrap_or(500),
+            timeout_secs: defaults.timeout.as_secs(),
         }
     }
 }
@@ -221,10 +311,12 @@ impl Config {
             path: path.to_owned(),
             error,
         })?;
-        Config::from_toml(&text).map_err(|error| ConfigError::InFile {
+        let mut config = Config::from_toml(&text).map_err(|error| ConfigError::InFile {
             path: path.to_owned(),
             error: Box::new(error),
-        })
+        })?;
+        config.base_dir = path.parent().map(Path::to_owned);
+        Ok(config)
     }
 
     /// Parses and validates a configuration file's text.
@@ -273,7 +365,36 @@ impl Config {
         if self.limits.max_body_bytes == 0 {
             return Err(invalid("limits.max_body_bytes", "must be at least 1"));
         }
-        self.rate_limit.validate()
+        self.rate_limit.validate()?;
+        self.store.validate()?;
+        self.push.validate()
+    }
+
+    /// Where and how to open the task store: `[store] path` resolved against the
+    /// configuration file's folder.
+    pub fn store_options(&self) -> StoreOptions {
+        let location = match self.store.path.as_deref() {
+            Some(MEMORY_STORE) => StoreLocation::Memory,
+            path => {
+                let path = Path::new(path.unwrap_or(DEFAULT_STORE_FILE));
+                let base = self.base_dir.as_deref().filter(|_| path.is_relative());
+                StoreLocation::File(base.map_or_else(|| path.to_owned(), |base| base.join(path)))
+            }
+        };
+        StoreOptions {
+            location,
+            synchronous: self.store.synchronous,
+        }
+    }
+
+    /// The push delivery settings of `[push]`.
+    pub fn push_settings(&self) -> PushSettings {
+        PushSettings {
+            allow_private: self.push.allow_private,
+            max_attempts: self.push.max_attempts,
+            initial_backoff: Duration::from_millis(self.push.initial_backoff_ms),
+            timeout: Duration::from_secs(self.push.timeout_secs),
+        }
     }
 
     /// Refuses to serve beyond loopback without tokens. See [`check_exposure`].
@@ -319,6 +440,50 @@ impl AuthConfig {
                 ));
             }
             check_participant_id(participant).map_err(|problem| invalid(&key, problem))?;
+        }
+        Ok(())
+    }
+}
+
+impl StoreConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self
+            .path
+            .as_deref()
+            .is_some_and(|path| path.trim().is_empty())
+        {
+            return Err(invalid(
+                "store.path",
+                format!(
+                    "cannot be empty; leave it out for {DEFAULT_STORE_FILE} or use \"{MEMORY_STORE}\""
+                ),
+            ));
+        }
+        if self.idle_timeout_secs == 0 {
+            return Err(invalid("store.idle_timeout_secs", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// How long an idle task's actor stays in memory.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    /// How long finished tasks are kept, if not forever.
+    pub fn retention(&self) -> Option<Duration> {
+        self.retain_terminal_days
+            .map(|days| Duration::from_secs(u64::from(days) * 86_400))
+    }
+}
+
+impl PushConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=20).contains(&self.max_attempts) {
+            return Err(invalid("push.max_attempts", "must be from 1 to 20"));
+        }
+        if self.timeout_secs == 0 {
+            return Err(invalid("push.timeout_secs", "must be at least 1"));
         }
         Ok(())
     }
@@ -543,6 +708,52 @@ mod tests {
             ..Overrides::default()
         });
         assert_eq!(config.cache_dir, None);
+    }
+
+    #[test]
+    fn the_store_lives_beside_the_configuration_file() {
+        let config = Config::from_toml("").expect("valid");
+        assert_eq!(
+            config.store_options().location,
+            StoreLocation::File(PathBuf::from(DEFAULT_STORE_FILE))
+        );
+        assert_eq!(config.store_options().synchronous, Synchronous::Normal);
+        assert_eq!(config.store.retention(), None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("th.toml");
+        std::fs::write(
+            &path,
+            "[store]\npath = \"data/t.db\"\nsynchronous = \"full\"\nretain_terminal_days = 2\n",
+        )
+        .expect("write");
+        let config = Config::load(Some(&path)).expect("valid");
+        let options = config.store_options();
+        assert_eq!(
+            options.location,
+            StoreLocation::File(dir.path().join("data/t.db"))
+        );
+        assert_eq!(options.synchronous, Synchronous::Full);
+        assert_eq!(
+            config.store.retention(),
+            Some(Duration::from_secs(2 * 86_400))
+        );
+        let memory = Config::from_toml("[store]\npath = \":memory:\"").expect("valid");
+        assert_eq!(memory.store_options().location, StoreLocation::Memory);
+        for (text, key) in [
+            ("[store]\nsynchronous = \"off\"", "synchronous"),
+            ("[store]\nidle_timeout_secs = 0", "store.idle_timeout_secs"),
+            ("[store]\npath = \"\"", "store.path"),
+            ("[push]\nmax_attempts = 0", "push.max_attempts"),
+            ("[push]\nallow_privat = true", "allow_privat"),
+        ] {
+            let message = error(text);
+            assert!(message.contains(key), "{text}: {message}");
+        }
+        let push = Config::from_toml("[push]\nallow_private = true\ninitial_backoff_ms = 10")
+            .expect("valid")
+            .push_settings();
+        assert!(push.allow_private);
+        assert_eq!(push.initial_backoff, Duration::from_millis(10));
     }
 
     #[test]

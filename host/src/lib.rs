@@ -12,6 +12,8 @@
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
 //! - [`model`]: model providers, with a deterministic offline default;
+//! - [`store`]: where tasks are kept (an embedded SQLite event log, or memory);
+//! - [`push`]: push notifications: webhook configurations and their delivery;
 //! - [`config`]: the configuration file and its defaults;
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
@@ -21,5 +23,7 @@ pub mod config;
 pub mod hooks;
 pub mod model;
 pub mod plugins;
+pub mod push;
 pub mod scaffold;
+pub mod store;
 pub mod task;

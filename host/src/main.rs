@@ -16,7 +16,7 @@ use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
     register_plugins_command,
 };
-use tiny_harness::task::{Participant, Role, TaskService, TaskSettings, TaskView};
+use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -180,7 +180,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The service and the plugin watch start background work, which needs the runtime.
     let _runtime = tokio.enter();
     let _watch = plugins.watch()?;
-    let service = TaskService::new(
+    let service = TaskService::with_durability(
         TaskSettings {
             default_model: config.models.default.clone(),
             selectable_models: config.models.selectable.clone(),
@@ -189,7 +189,11 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         plugins.registries,
         Arc::new(OfflineModel::new()),
+        Durability::open(&config)?,
     );
+    // Before serving: settle whatever the last stop interrupted.
+    tokio.block_on(service.recover())?;
+    service.spawn_maintenance();
     tokio.block_on(listen_and_serve(&config, service))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,7 @@
 //! errors follow the same rule with their names from the table in spec 9.5
 //! (`JSONParseError` -> `JSON_PARSE`, `InternalError` -> `INTERNAL`).
 //!
-//! Three errors are this server's own. The specification has no codes for them, and clients
+//! Four errors are this server's own. The specification has no codes for them, and clients
 //! only understand the codes it defines, so each travels under the closest defined JSON-RPC
 //! code with a specific `reason` (and, over REST, the precise HTTP status):
 //!
@@ -26,6 +26,7 @@
 //! | `RateLimited`    | -32603 Internal error       | 429 `RESOURCE_EXHAUSTED`  | `RATE_LIMITED`    |
 //! | `PayloadTooLarge`| -32600 Invalid request      | 413 `INVALID_ARGUMENT`    | `PAYLOAD_TOO_LARGE` |
 //! | `RoleRefused`    | -32004 Unsupported operation| 403 `PERMISSION_DENIED`   | `ROLE_REFUSED`    |
+//! | `StoreUnavailable`| -32603 Internal error      | 503 `UNAVAILABLE`         | `STORE_UNAVAILABLE` |
 //!
 //! See each variant for why. Their ErrorInfo keeps `domain: "a2a-protocol.org"`: the project
 //! README requires that domain on every error, and clients find the detail by it.
@@ -45,6 +46,9 @@ pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 
 /// The `@type` of a `google.rpc.BadRequest` detail.
 pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
+
+/// The `Retry-After` a client gets when the task store is unavailable.
+pub const STORE_RETRY_AFTER_SECS: u64 = 5;
 
 /// JSON-RPC error codes: the JSON-RPC 2.0 standard ones (spec 9.5) and the A2A ones
 /// (spec 5.4).
@@ -209,6 +213,16 @@ pub enum A2aError {
         /// What was refused and why, e.g. "a watcher cannot send messages".
         message: String,
     },
+
+    /// The task store cannot record the request (disk full, database read-only or locked by
+    /// another process), so the request was refused rather than acknowledged unrecorded.
+    /// Nothing of it was applied; the client may retry later.
+    ///
+    /// JSON-RPC -32603: a system error (spec 3.3.2); the reason `STORE_UNAVAILABLE` says
+    /// which. Over REST it is 503 Service Unavailable with `UNAVAILABLE`, google.rpc's code
+    /// for a condition that retrying later may fix, with `Retry-After`.
+    #[error("The task store is unavailable, so the request was not accepted: {0}")]
+    StoreUnavailable(String),
 }
 
 impl A2aError {
@@ -235,7 +249,9 @@ impl A2aError {
             A2aError::InvalidRequest(_) | A2aError::PayloadTooLarge { .. } => code::INVALID_REQUEST,
             A2aError::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             A2aError::InvalidParams { .. } => code::INVALID_PARAMS,
-            A2aError::Internal(_) | A2aError::RateLimited { .. } => code::INTERNAL,
+            A2aError::Internal(_)
+            | A2aError::RateLimited { .. }
+            | A2aError::StoreUnavailable(_) => code::INTERNAL,
             A2aError::TaskNotFound { .. } => code::TASK_NOT_FOUND,
             A2aError::TaskNotCancelable { .. } => code::TASK_NOT_CANCELABLE,
             A2aError::PushNotificationNotSupported => code::PUSH_NOTIFICATION_NOT_SUPPORTED,
@@ -270,6 +286,7 @@ impl A2aError {
             A2aError::RateLimited { .. } => "RATE_LIMITED",
             A2aError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             A2aError::RoleRefused { .. } => "ROLE_REFUSED",
+            A2aError::StoreUnavailable(_) => "STORE_UNAVAILABLE",
         }
     }
 
@@ -294,6 +311,7 @@ impl A2aError {
             A2aError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             A2aError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             A2aError::RoleRefused { .. } => StatusCode::FORBIDDEN,
+            A2aError::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -316,6 +334,7 @@ impl A2aError {
             | A2aError::VersionNotSupported { .. } => "FAILED_PRECONDITION",
             A2aError::RateLimited { .. } => "RESOURCE_EXHAUSTED",
             A2aError::RoleRefused { .. } => "PERMISSION_DENIED",
+            A2aError::StoreUnavailable(_) => "UNAVAILABLE",
         }
     }
 
@@ -323,6 +342,7 @@ impl A2aError {
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
             A2aError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            A2aError::StoreUnavailable(_) => Some(STORE_RETRY_AFTER_SECS),
             _ => None,
         }
     }
@@ -628,6 +648,13 @@ mod tests {
                 403,
                 "PERMISSION_DENIED",
             ),
+            (
+                A2aError::StoreUnavailable("the disk is full".into()),
+                -32603,
+                "STORE_UNAVAILABLE",
+                503,
+                "UNAVAILABLE",
+            ),
         ]
     }
 
@@ -804,6 +831,14 @@ mod tests {
         };
         assert_eq!(refused.to_string(), "a watcher cannot send messages");
         assert_eq!(refused.metadata()["role"], "watcher");
+
+        let unavailable = A2aError::StoreUnavailable("the disk is full".into());
+        assert_eq!(unavailable.retry_after_secs(), Some(STORE_RETRY_AFTER_SECS));
+        assert!(
+            unavailable
+                .to_string()
+                .contains("was not accepted: the disk is full")
+        );
     }
 
     #[test]

@@ -2,70 +2,67 @@
 //!
 //! The actor takes commands from its inbox (messages, cancellations,
 //! sub-task reports) and steps from the one [`Job`] it may be running (the
-//! current turn). It alone changes its task, through the store, and
-//! publishes the resulting events on the task's broadcast channel, so every
-//! decision follows from the order in which inputs reached it.
+//! current turn). It alone changes its task: it applies changes to the
+//! record it holds, commits them to the store, and only then publishes the
+//! resulting events and answers whoever is waiting. A write the store
+//! refuses is the sender's answer, and the actor stops: its record is ahead
+//! of the store, and the next request rebuilds it from the store.
 //!
 //! * An ordinary message, a command or a task event while a turn runs waits
 //!   in a queue and is taken in order when the turn ends.
 //! * A control (`complete`) and a cancellation act at once: after the
 //!   sender's role is checked, they cut the running turn (dropping its
 //!   partial output) and go straight to their decision.
+//! * A message whose id the task already accepted is answered with the task
+//!   and never applied again.
 //! * The actor never awaits a turn: turns run as jobs, so it stays free to
-//!   take a control or a cancellation. The only thing it awaits is its own
+//!   take a control or a cancellation. It awaits the store, and its own
 //!   sub-tasks' cancellation, which never waits on it in return.
+//! * With nothing to do for the configured idle period, it stops; the
+//!   directory starts it again from the store when it is needed.
+//! * Started from the store, it first settles what a restart interrupted
+//!   (`recovery`).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::access;
 use super::classify::{self, Class};
 use super::completion::{self, Verdict};
+use super::directory::{self, Directory};
 use super::effects;
 use super::events::{self, Sequenced};
 use super::job::{Job, Step, TurnOutput};
+use super::journal::{Journal, Published};
 use super::notify::Notifier;
 use super::participants;
+use super::recovery::{self, Resume};
 use super::service::TaskSettings;
-use super::state::{Change, Lifecycle, StatusChange, SubState, TaskRecord};
-use super::store::TaskStore;
+use super::state::{Change, Lifecycle, StatusChange, SubState, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
 use super::turn;
-use super::view::{Participant, Role, TaskView};
+use super::view::{Participant, Role, SubtaskView, TaskView};
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{Message, Task, TaskState};
+use crate::a2a::types::{Message, Role as MessageRole, Task, TaskState, Timestamp};
 use crate::commands::{CommandFailure, Effect, Outcome, Registries};
 use crate::hooks::Operation;
 use crate::model::{Model, ModelRequest};
+use crate::push::Pusher;
+use crate::store::TaskStore;
 
 /// What every actor shares.
 pub(crate) struct Env {
     pub(crate) settings: TaskSettings,
     pub(crate) registries: Registries,
     pub(crate) model: Arc<dyn Model>,
-    pub(crate) store: TaskStore,
-}
-
-/// The running actors, by task id. Actors hold it weakly: when the service
-/// goes, their inboxes close and they stop.
-#[derive(Default)]
-pub(crate) struct Directory {
-    handles: RwLock<HashMap<String, TaskHandle>>,
-}
-
-impl Directory {
-    pub(crate) fn get(&self, id: &str) -> Option<TaskHandle> {
-        let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
-        handles.get(id).cloned()
-    }
-
-    fn insert(&self, id: String, handle: TaskHandle) {
-        let mut handles = self.handles.write().unwrap_or_else(PoisonError::into_inner);
-        handles.insert(id, handle);
-    }
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) push: Arc<Pusher>,
+    /// How long an actor with nothing to do lives on.
+    pub(crate) idle_timeout: Duration,
 }
 
 /// A message on its way into a task.
@@ -73,21 +70,28 @@ pub(crate) struct Submission {
     pub(crate) sender: String,
     pub(crate) message: Message,
     pub(crate) class: Class,
+    /// How much history the sender wants back (A2A `historyLength`): the
+    /// task is rendered with only that, not copied whole and trimmed.
+    pub(crate) history_length: Option<i32>,
 }
 
-/// A message the task accepted: the task right after acceptance (at `seq`),
-/// a subscription to its events taken before, and the task as it is when
-/// the turn ends.
+/// A message the task accepted (or had accepted before): the task right
+/// after acceptance (at `seq`), a subscription to its events taken before,
+/// and the task as it is when the turn ends.
 pub(crate) struct Admitted {
     pub(crate) task: Task,
     pub(crate) seq: u64,
     pub(crate) events: broadcast::Receiver<Sequenced>,
-    pub(crate) done: oneshot::Receiver<Task>,
+    pub(crate) done: oneshot::Receiver<Result<Task, A2aError>>,
+    /// The message was accepted before and its turn is over: `task` is
+    /// already the answer.
+    pub(crate) finished: bool,
 }
 
-type Reply<T> = oneshot::Sender<Result<T, A2aError>>;
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, A2aError>>;
 
-enum Command {
+/// What the rest of the harness asks of a task.
+pub(crate) enum Command {
     Submit {
         submission: Submission,
         reply: Reply<Admitted>,
@@ -99,53 +103,20 @@ enum Command {
     Report(Report),
 }
 
-enum Canceller {
+pub(crate) enum Canceller {
     Participant(String),
     /// The parent task was canceled.
     Parent,
 }
 
-/// How the rest of the harness talks to a task's actor.
-#[derive(Clone)]
-pub(crate) struct TaskHandle {
-    inbox: mpsc::UnboundedSender<Command>,
-    events: broadcast::Sender<Sequenced>,
-}
-
-impl TaskHandle {
-    /// Hand a message to the task; resolves once it is accepted (after the
-    /// turns queued before it) or refused.
-    pub(crate) async fn submit(&self, submission: Submission) -> Result<Admitted, A2aError> {
-        self.ask(|reply| Command::Submit { submission, reply })
-            .await
-    }
-
-    /// `sender` cancels the task.
-    pub(crate) async fn cancel(&self, sender: &str) -> Result<Task, A2aError> {
-        let by = Canceller::Participant(sender.to_owned());
-        self.ask(|reply| Command::Cancel { by, reply }).await
-    }
-
-    async fn cancel_with_parent(&self) -> Result<Task, A2aError> {
-        let by = Canceller::Parent;
-        self.ask(|reply| Command::Cancel { by, reply }).await
-    }
-
-    fn report(&self, report: Report) {
-        // Only fails when the parent's actor is gone (shutdown).
-        let _ = self.inbox.send(Command::Report(report));
-    }
-
-    /// Subscribe to the task's events from now on.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Sequenced> {
-        self.events.subscribe()
-    }
-
-    async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, A2aError> {
-        let (reply, answer) = oneshot::channel();
-        self.inbox.send(command(reply)).map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
-    }
+/// How an actor comes to run.
+pub(crate) enum Start {
+    /// A new conversation; its first commit creates it in the store.
+    Conversation { created_by: String },
+    /// A new delegated task, stored with its parent's commit.
+    Delegated,
+    /// A task read back from the store.
+    Recovered,
 }
 
 /// The error a caller gets when a task's actor is gone mid-request.
@@ -153,30 +124,45 @@ pub(crate) fn stopped() -> A2aError {
     A2aError::Internal("the task stopped before answering: the server is shutting down".into())
 }
 
-/// Store `record` (a new task) and start its actor.
-pub(crate) fn spawn(env: Arc<Env>, directory: &Arc<Directory>, record: TaskRecord) -> TaskHandle {
-    let id = record.id.clone();
-    env.store.insert(record);
+/// Start the actor of `record`.
+pub(crate) fn spawn(
+    env: Arc<Env>,
+    directory: &Arc<Directory>,
+    record: TaskRecord,
+    start: Start,
+) -> Result<(), A2aError> {
+    let journal = match &start {
+        Start::Conversation { created_by } => Journal::new_task(&record, Some(created_by.clone()))?,
+        Start::Delegated | Start::Recovered => Journal::stored(&record),
+    };
     let (inbox_sender, inbox) = mpsc::unbounded_channel();
     let (events, _) = broadcast::channel(events::BUFFER);
-    let handle = TaskHandle {
-        inbox: inbox_sender,
-        events: events.clone(),
-    };
-    directory.insert(id.clone(), handle.clone());
+    let generation = directory.register(&record.id, inbox_sender, events.clone());
+    let message_ids = record
+        .history
+        .iter()
+        .map(|message| (message.message_id.clone(), message.role))
+        .collect();
     let actor = TaskActor {
-        notifier: Notifier::spawn(env.registries.clone(), id.clone()),
-        id,
+        notifier: Notifier::spawn(env.registries.clone(), record.id.clone()),
+        message_ids,
+        record,
+        journal,
         env,
         directory: Arc::downgrade(directory),
+        generation,
         inbox,
         events,
         job: None,
         queue: VecDeque::new(),
         waiters: Vec::new(),
+        children: Vec::new(),
+        notes: Vec::new(),
+        turn_ended: false,
+        broken: None,
     };
-    tokio::spawn(actor.run());
-    handle
+    tokio::spawn(actor.run(start));
+    Ok(())
 }
 
 /// A message waiting for the running turn to end.
@@ -185,10 +171,20 @@ struct Pending {
     reply: Reply<Admitted>,
 }
 
+/// A caller waiting for the turn to end, and how much history it wants.
+type Waiter = (Option<i32>, oneshot::Sender<Result<Task, A2aError>>);
+
 struct TaskActor {
-    id: String,
+    /// The task as this actor has changed it; the store has it as of the
+    /// last commit, and `journal` holds the rest.
+    record: TaskRecord,
+    journal: Journal,
+    /// The ids of the messages in the history, and who sent each: resends
+    /// are found without a scan of a long history.
+    message_ids: HashMap<String, MessageRole>,
     env: Arc<Env>,
     directory: Weak<Directory>,
+    generation: u64,
     inbox: mpsc::UnboundedReceiver<Command>,
     events: broadcast::Sender<Sequenced>,
     notifier: Notifier,
@@ -196,43 +192,70 @@ struct TaskActor {
     job: Option<Job>,
     queue: VecDeque<Pending>,
     /// Callers waiting for the current turn to end.
-    waiters: Vec<oneshot::Sender<Task>>,
+    waiters: Vec<Waiter>,
+    /// Sub-tasks spawned since the last commit: stored with it, started
+    /// after it.
+    children: Vec<(TaskRecord, Journal)>,
+    /// Notification hooks to run once the current changes are committed.
+    notes: Vec<(Operation, Value)>,
+    /// The turn ended since the last commit: answer the waiters after it.
+    turn_ended: bool,
+    /// The store refused a write; the actor stops.
+    broken: Option<A2aError>,
 }
 
 impl TaskActor {
-    async fn run(mut self) {
-        if let Some(view) = self.view() {
-            self.notifier
-                .post(Operation::TaskCreated, json!({ "task": view }));
+    async fn run(mut self, start: Start) {
+        match start {
+            Start::Conversation { .. } => {}
+            Start::Delegated => {
+                self.note(Operation::TaskCreated, json!({ "task": self.view() }));
+                self.start_goal().await;
+            }
+            Start::Recovered => self.recover().await,
         }
-        self.start_delegated();
-        loop {
+        while self.broken.is_none() {
+            let idle = self.is_idle();
             tokio::select! {
                 // Controls and cancellations first: they may cut the turn.
                 biased;
                 command = self.inbox.recv() => match command {
                     Some(command) => self.handle(command).await,
-                    None => break,
+                    None => return,
                 },
-                step = next_step(&mut self.job) => self.on_step(step),
+                step = next_step(&mut self.job) => self.on_step(step).await,
+                () = tokio::time::sleep(self.env.idle_timeout), if idle => {
+                    if self.retire() {
+                        return;
+                    }
+                }
             }
         }
+        self.shut_down();
     }
 
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Submit { submission, reply } => self.submit(Pending { submission, reply }),
+            Command::Submit { submission, reply } => {
+                self.submit(Pending { submission, reply }).await;
+            }
             Command::Cancel { by, reply } => {
                 let result = self.cancel(by).await;
                 let _ = reply.send(result);
             }
-            Command::Report(report) => self.on_report(report),
+            Command::Report(report) => {
+                self.record_subtask(report.subtask, report.result);
+                let _ = self.settle().await;
+            }
         }
     }
 
     // --- Messages --------------------------------------------------------------------------
 
-    fn submit(&mut self, pending: Pending) {
+    async fn submit(&mut self, pending: Pending) {
+        if self.accepted_before(&pending.submission.message) {
+            return self.resend(pending);
+        }
         let role = match self.admit(&pending.submission) {
             Ok(role) => role,
             Err(error) => {
@@ -243,91 +266,162 @@ impl TaskActor {
         if matches!(pending.submission.class, Class::Complete) {
             // A control acts now: it cuts the running turn.
             self.job = None;
-            self.begin(pending, role);
+            self.begin(pending, role).await;
         } else if self.job.is_some() {
             self.queue.push_back(pending);
         } else {
-            self.begin(pending, role);
+            self.begin(pending, role).await;
         }
     }
 
     /// The authoritative check of a message against the task as it is now.
     fn admit(&self, submission: &Submission) -> Result<Role, A2aError> {
         let admins = &self.env.settings.admins;
-        self.read(|record| {
-            let context_id = submission.message.context_id.as_deref();
-            let role = access::admit_message(
-                record,
-                admins,
-                &submission.sender,
-                context_id,
-                &submission.class,
-            )?;
-            if let Class::Participants(grants) = &submission.class {
-                participants::check_grants(&record.participants, grants)?;
-            }
-            Ok(role)
-        })
-        .unwrap_or_else(|| Err(access::not_found(&self.id)))
+        let context_id = submission.message.context_id.as_deref();
+        let role = access::admit_message(
+            &self.record,
+            admins,
+            &submission.sender,
+            context_id,
+            &submission.class,
+        )?;
+        if let Class::Participants(grants) = &submission.class {
+            participants::check_grants(&self.record.participants, grants)?;
+        }
+        let id = &submission.message.message_id;
+        if self.message_ids.contains_key(id) {
+            // The id of one of the agent's messages: reusing it would make
+            // two messages indistinguishable.
+            return Err(A2aError::invalid_field(
+                "message.messageId",
+                format!("messageId `{id}` is already used by another message of this task"),
+            ));
+        }
+        Ok(role)
     }
 
-    /// Accept a message: record it, start the turn, tell the sender.
-    fn begin(&mut self, Pending { submission, reply }: Pending, role: Role) {
+    /// Whether the task's history already holds a participant's message
+    /// with this id.
+    fn accepted_before(&self, message: &Message) -> bool {
+        self.message_ids.get(&message.message_id) == Some(&message.role)
+    }
+
+    /// Answer a message the task accepted before without applying it again:
+    /// with the task once that message's turn is over.
+    fn resend(&mut self, Pending { submission, reply }: Pending) {
+        let admins = &self.env.settings.admins;
+        if let Err(error) = access::visible(&self.record, &submission.sender, admins) {
+            let _ = reply.send(Err(error));
+            return;
+        }
+        let latest = self
+            .record
+            .history
+            .iter()
+            .rev()
+            .find(|message| message.role == submission.message.role);
+        let running = self.job.is_some()
+            && latest.is_some_and(|m| m.message_id == submission.message.message_id);
+        let history_length = submission.history_length;
+        let (done, waiter) = oneshot::channel();
+        if running {
+            self.waiters.push((history_length, done));
+        } else {
+            let _ = done.send(Ok(self.record.to_task(history_length)));
+        }
+        let _ = reply.send(Ok(Admitted {
+            task: self.record.to_task(history_length),
+            seq: self.record.seq,
+            events: self.events.subscribe(),
+            done: waiter,
+            finished: !running,
+        }));
+    }
+
+    /// Accept a message: record it, commit, tell the sender, start the turn.
+    async fn begin(&mut self, pending: Pending, role: Role) {
+        if self.accepted_before(&pending.submission.message) {
+            // A resend queued behind its original.
+            return self.resend(pending);
+        }
+        let Pending { submission, reply } = pending;
         let Submission {
             sender,
             mut message,
             class,
+            history_length,
         } = submission;
-        let command_text = classify::command_text(&message).map(str::to_owned);
+        let text = classify::command_text(&message)
+            .map(str::to_owned)
+            .unwrap_or_default();
         // Commands and completion hooks see the task as the message found it
         // (parked, or mid-turn for a control), not half-way through accepting it.
-        let Some(before) = self.view() else {
-            let _ = reply.send(Err(access::not_found(&self.id)));
-            return;
-        };
-        message.task_id = Some(self.id.clone());
-        message.context_id = self.read(|record| record.context_id.clone());
+        let before = self.view();
+        let sender = Participant { id: sender, role };
+        message.task_id = Some(self.record.id.clone());
+        message.context_id = Some(self.record.context_id.clone());
         let events = self.events.subscribe();
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
-        let Some((seq, task)) = self.snapshot() else {
-            let _ = reply.send(Err(access::not_found(&self.id)));
-            return;
+        let work = match &class {
+            Class::Ordinary => Some(TurnWork::Model),
+            Class::Command(_) => Some(TurnWork::Command {
+                text: text.clone(),
+                sender: sender.clone(),
+            }),
+            Class::Complete => Some(TurnWork::Completion {
+                requested_by: sender.clone(),
+            }),
+            Class::Participants(_) => None,
         };
+        if let Some(work) = work {
+            self.apply(Change::TurnStarted(Turn::first(work)));
+        }
+        // What the sender sees accepted: the task as its turn starts.
+        let (seq, task) = (self.record.seq, self.record.to_task(history_length));
+        if let Class::Participants(grants) = &class {
+            let text = participants::confirmation(grants);
+            self.apply(Change::Participants(grants.clone()));
+            self.park(text, None, SubState::AwaitingNextMessage);
+        }
         let (done, waiter) = oneshot::channel();
-        self.waiters.push(done);
+        self.waiters.push((history_length, done));
+        // Committed before it is acknowledged: a refused write is the answer.
+        if let Err(error) = self.settle().await {
+            let _ = reply.send(Err(error));
+            return;
+        }
         let _ = reply.send(Ok(Admitted {
             task,
             seq,
             events,
             done: waiter,
+            finished: false,
         }));
-        let sender = Participant { id: sender, role };
         match class {
             Class::Ordinary => self.start_model_turn(),
             Class::Command(registry) => {
-                let text = command_text.unwrap_or_default();
                 self.job = Some(Job::spawn(|_| {
                     turn::command_turn(registry, text, sender, before)
                 }));
             }
-            Class::Participants(grants) => {
-                let text = participants::confirmation(&grants);
-                self.apply(Change::Participants(grants));
-                self.park(text, None, SubState::AwaitingNextMessage);
-            }
             Class::Complete => self.start_completion(sender, before),
+            Class::Participants(_) => {}
         }
     }
 
     /// Take queued messages while no turn runs.
-    fn pump(&mut self) {
-        while self.job.is_none() {
+    async fn pump(&mut self) {
+        while self.job.is_none() && self.broken.is_none() {
             let Some(pending) = self.queue.pop_front() else {
                 break;
             };
+            if self.accepted_before(&pending.submission.message) {
+                self.resend(pending);
+                continue;
+            }
             match self.admit(&pending.submission) {
-                Ok(role) => self.begin(pending, role),
+                Ok(role) => self.begin(pending, role).await,
                 Err(error) => {
                     let _ = pending.reply.send(Err(error));
                 }
@@ -340,16 +434,11 @@ impl TaskActor {
     fn start_model_turn(&mut self) {
         let registry = self.env.registries.current();
         let model = Arc::clone(&self.env.model);
-        let selectable = &self.env.settings.selectable_models;
-        let Some((view, request)) = self.read(|record| {
-            let request = ModelRequest {
-                model: record.model.clone(),
-                effort: record.effort.clone(),
-                history: record.history.clone(),
-            };
-            (record.view(selectable), request)
-        }) else {
-            return;
+        let view = self.view();
+        let request = ModelRequest {
+            model: self.record.model.clone(),
+            effort: self.record.effort.clone(),
+            history: self.record.history.clone(),
         };
         self.job = Some(Job::spawn(|progress| {
             turn::model_turn(registry, model, view, request, progress)
@@ -365,45 +454,45 @@ impl TaskActor {
         }));
     }
 
-    /// A delegated task starts on its goal as soon as it exists.
-    fn start_delegated(&mut self) {
-        let goal_message = self.read(|record| match &record.lifecycle {
-            Lifecycle::Delegated { parent_id, goal } => {
-                Some(subtasks::goal_message(record, parent_id, goal))
-            }
-            Lifecycle::Conversation => None,
-        });
-        if let Some(Some(message)) = goal_message {
-            self.apply(Change::Received(message));
-            self.apply(Change::Status(StatusChange::working()));
+    /// A delegated task works on its goal as soon as it exists.
+    async fn start_goal(&mut self) {
+        let Lifecycle::Delegated { parent_id, goal } = &self.record.lifecycle else {
+            return;
+        };
+        let message = subtasks::goal_message(&self.record, parent_id, goal);
+        self.apply(Change::Received(message));
+        self.apply(Change::Status(StatusChange::working()));
+        self.apply(Change::TurnStarted(Turn::first(TurnWork::Model)));
+        if self.settle().await.is_ok() {
             self.start_model_turn();
         }
     }
 
-    fn on_step(&mut self, step: Option<Step>) {
+    async fn on_step(&mut self, step: Option<Step>) {
         match step {
             Some(Step::Progress(text)) => {
-                if let Some(message) = self.read(|record| record.agent_message(text, None)) {
-                    self.apply(Change::Status(StatusChange::progress(message)));
-                }
+                let message = self.record.agent_message(text, None);
+                self.apply(Change::Status(StatusChange::progress(message)));
+                let _ = self.settle().await;
             }
-            Some(Step::Done(output)) => {
-                self.job = None;
-                self.finish(output);
-                self.pump();
-            }
+            Some(Step::Done(output)) => self.end_job(output).await,
             None => {
-                self.job = None;
-                self.finish(TurnOutput::Failed("the turn stopped unexpectedly".into()));
-                self.pump();
+                self.end_job(TurnOutput::Failed("the turn stopped unexpectedly".into()))
+                    .await;
             }
         }
     }
 
+    async fn end_job(&mut self, output: TurnOutput) {
+        self.job = None;
+        self.finish(output);
+        if self.settle().await.is_ok() {
+            self.pump().await;
+        }
+    }
+
     fn finish(&mut self, output: TurnOutput) {
-        let delegated = self
-            .read(|record| matches!(record.lifecycle, Lifecycle::Delegated { .. }))
-            .unwrap_or(false);
+        let delegated = matches!(self.record.lifecycle, Lifecycle::Delegated { .. });
         match output {
             TurnOutput::Reply { text, .. } if delegated => {
                 self.conclude(TaskState::Completed, text, None);
@@ -433,6 +522,7 @@ impl TaskActor {
 
     /// The command's reply (or why it failed, or why its effects were
     /// refused) is the agent's message; the outcome never reaches the model.
+    /// Its effects and the reply are committed together.
     fn finish_command(&mut self, result: Result<Outcome, CommandFailure>) {
         let (text, data) = match result {
             Err(failure) => (failure.to_string(), None),
@@ -467,27 +557,78 @@ impl TaskActor {
     }
 
     /// End the turn in `INPUT_REQUIRED` with the agent's `text`.
-    fn park(&mut self, text: String, data: Option<serde_json::Value>, sub_state: SubState) {
-        if let Some(reply) = self.read(|record| record.agent_message(text, data)) {
-            self.apply(Change::Status(StatusChange::parked(reply, sub_state)));
-        }
-        self.end_turn();
+    fn park(&mut self, text: String, data: Option<Value>, sub_state: SubState) {
+        let reply = self.record.agent_message(text, data);
+        self.apply(Change::Status(StatusChange::parked(reply, sub_state)));
+        self.turn_ended = true;
     }
 
     /// End the task in terminal `state`, explained by the agent's `text`.
-    fn conclude(&mut self, state: TaskState, text: String, data: Option<serde_json::Value>) {
-        if let Some(message) = self.read(|record| record.agent_message(text, data)) {
-            self.apply(Change::Status(StatusChange::finished(state, message)));
-        }
-        self.end_turn();
+    fn conclude(&mut self, state: TaskState, text: String, data: Option<Value>) {
+        let message = self.record.agent_message(text, data);
+        self.apply(Change::Status(StatusChange::finished(state, message)));
+        self.turn_ended = true;
     }
 
-    /// Tell everyone waiting for this turn how the task stands now.
-    fn end_turn(&mut self) {
-        let task = self.snapshot().map(|(_, task)| task);
-        for waiter in self.waiters.drain(..) {
-            if let Some(task) = &task {
-                let _ = waiter.send(task.clone());
+    // --- Recovery ------------------------------------------------------------------------
+
+    /// Settle what a restart interrupted (see `recovery`).
+    async fn recover(&mut self) {
+        self.catch_up_subtasks().await;
+        match recovery::plan(&self.record) {
+            Resume::Nothing => {}
+            Resume::StartGoal => return self.start_goal().await,
+            Resume::Retry(turn) => return self.retry(turn).await,
+            Resume::Interrupted { why, .. } => {
+                tracing::warn!(task = %self.record.id, "a turn interrupted by a restart is not repeated");
+                if matches!(self.record.lifecycle, Lifecycle::Delegated { .. }) {
+                    self.conclude(TaskState::Failed, why, None);
+                } else {
+                    self.park(why, None, SubState::AwaitingNextMessage);
+                }
+            }
+        }
+        let _ = self.settle().await;
+    }
+
+    /// Run an interrupted turn again, once its new attempt is recorded (so a
+    /// second interruption is not retried again).
+    async fn retry(&mut self, turn: Turn) {
+        tracing::info!(task = %self.record.id, attempt = turn.attempt, "retrying a turn interrupted by a restart");
+        let work = turn.work.clone();
+        self.apply(Change::TurnStarted(turn));
+        if self.settle().await.is_err() {
+            return;
+        }
+        match work {
+            TurnWork::Model => self.start_model_turn(),
+            TurnWork::Completion { requested_by } => {
+                let view = self.view();
+                self.start_completion(requested_by, view);
+            }
+            // Never planned: commands are not repeated.
+            TurnWork::Command { .. } => {}
+        }
+    }
+
+    /// A sub-task may have finished after this task's last write (the
+    /// process died before its report was recorded): read how each open one
+    /// stands in the store.
+    async fn catch_up_subtasks(&mut self) {
+        let open: Vec<String> = self.record.open_subtasks().map(|s| s.id.clone()).collect();
+        for id in open {
+            let head = match self.env.store.head(id.clone()).await {
+                Ok(Some(head)) => head,
+                Ok(None) => continue,
+                Err(error) => {
+                    tracing::warn!(task = %self.record.id, subtask = %id, %error, "cannot read a sub-task");
+                    continue;
+                }
+            };
+            match TaskRecord::from_head(&head).map(|child| Report::of(&child)) {
+                Ok(Some(report)) => self.record_subtask(report.subtask, report.result),
+                Ok(None) => {}
+                Err(error) => tracing::warn!(subtask = %id, %error, "cannot read a sub-task"),
             }
         }
     }
@@ -496,24 +637,24 @@ impl TaskActor {
 
     async fn cancel(&mut self, by: Canceller) -> Result<Task, A2aError> {
         let admins = &self.env.settings.admins;
-        let checked = self.read(|record| match &by {
-            Canceller::Participant(sender) => access::admit_cancel(record, admins, sender)
-                .map(|role| format!("Task canceled by {sender} ({role}).")),
-            Canceller::Parent if record.is_terminal() => Err(A2aError::TaskNotCancelable {
-                task_id: record.id.clone(),
-                state: record.state(),
-            }),
-            Canceller::Parent => Ok("Task canceled with its parent task.".to_owned()),
-        });
-        let text = checked.unwrap_or_else(|| Err(access::not_found(&self.id)))?;
+        let text = match &by {
+            Canceller::Participant(sender) => access::admit_cancel(&self.record, admins, sender)
+                .map(|role| format!("Task canceled by {sender} ({role})."))?,
+            Canceller::Parent if self.record.is_terminal() => {
+                return Err(A2aError::TaskNotCancelable {
+                    task_id: self.record.id.clone(),
+                    state: self.record.state(),
+                });
+            }
+            Canceller::Parent => "Task canceled with its parent task.".to_owned(),
+        };
         self.job = None;
         self.cancel_subtasks().await;
         self.conclude(TaskState::Canceled, text, None);
+        self.settle().await?;
         // Queued messages are refused now that the task is terminal.
-        self.pump();
-        self.snapshot()
-            .map(|(_, task)| task)
-            .ok_or_else(|| access::not_found(&self.id))
+        self.pump().await;
+        Ok(self.record.to_task(None))
     }
 
     /// Cancel every open sub-task (and, through them, theirs) and record how
@@ -522,19 +663,20 @@ impl TaskActor {
         let Some(directory) = self.directory.upgrade() else {
             return;
         };
-        let open: Vec<String> = self
-            .read(|record| record.open_subtasks().map(|s| s.id.clone()).collect())
-            .unwrap_or_default();
-        for id in open {
-            let Some(child) = directory.get(&id) else {
-                continue;
-            };
+        let open: Vec<SubtaskView> = self.record.open_subtasks().cloned().collect();
+        for subtask in open {
+            let canceled = directory::ask(&self.env, &directory, &subtask.id, |reply| {
+                Command::Cancel {
+                    by: Canceller::Parent,
+                    reply,
+                }
+            })
+            .await;
             // A sub-task that finished meanwhile is not cancelable; its own
             // report says how it ended.
-            if child.cancel_with_parent().await.is_ok()
-                && let Some(Some(subtask)) = self.env.store.read(&id, TaskRecord::as_subtask)
-            {
-                self.apply(Change::Subtask(subtask));
+            if let Ok(task) = canceled {
+                let state = task.status.state.as_str().to_owned();
+                self.apply(Change::Subtask(SubtaskView { state, ..subtask }));
             }
         }
     }
@@ -542,84 +684,223 @@ impl TaskActor {
     // --- Sub-tasks -----------------------------------------------------------------------
 
     fn spawn_subtask(&mut self, goal: &str) {
-        let Some(directory) = self.directory.upgrade() else {
-            return;
-        };
-        let Some(child) = self.read(|parent| subtasks::child_of(parent, goal)) else {
-            return;
-        };
+        let child = subtasks::child_of(&self.record, goal);
         let Some(subtask) = child.as_subtask() else {
             return;
         };
-        // Listed before the child runs, so its reports find it.
+        let journal = match Journal::new_task(&child, None) {
+            Ok(journal) => journal,
+            Err(error) => {
+                tracing::error!(task = %self.record.id, %error, "cannot record a sub-task");
+                return;
+            }
+        };
+        // Listed before the child runs, so its reports find it; both are
+        // stored in the same commit.
         self.apply(Change::Subtask(subtask.clone()));
-        if let Some(view) = self.view() {
-            let context = json!({ "task": view, "subtask": subtask });
-            self.notifier.post(Operation::SubtaskSpawned, context);
-        }
-        spawn(Arc::clone(&self.env), &directory, child);
+        let context = json!({ "task": self.view(), "subtask": subtask });
+        self.note(Operation::SubtaskSpawned, context);
+        self.children.push((child, journal));
     }
 
-    fn on_report(&mut self, report: Report) {
-        let terminal = self.read(TaskRecord::is_terminal).unwrap_or(true);
-        self.apply(Change::Subtask(report.subtask.clone()));
+    /// Record how a sub-task stands. Reports can arrive twice (a report and
+    /// a catch-up after a restart), so an unchanged state and an existing
+    /// result artifact are left alone.
+    fn record_subtask(&mut self, subtask: SubtaskView, result: Option<String>) {
+        if !self.record.subtasks.contains(&subtask) {
+            self.apply(Change::Subtask(subtask.clone()));
+        }
+        let artifact_id = format!("subtask-{}", subtask.id);
+        let recorded = self
+            .record
+            .artifacts
+            .iter()
+            .any(|artifact| artifact.artifact_id == artifact_id);
         // A finished task takes no more artifacts; its list still shows how
         // the sub-task ended.
-        if let Some(result) = report.result
-            && !terminal
+        if let Some(result) = result
+            && !recorded
+            && !self.record.is_terminal()
         {
-            let artifact = subtasks::result_artifact(&report.subtask, &result);
+            let artifact = subtasks::result_artifact(&subtask, &result);
             self.apply(Change::Artifact(artifact));
         }
     }
 
     // --- State ---------------------------------------------------------------------------
 
-    /// The one way this actor changes its task: through the store, then
-    /// publish the event, then react to a state change.
+    /// The one way this actor changes its task: on its record, noted in the
+    /// journal until [`TaskActor::settle`] commits it.
     fn apply(&mut self, change: Change) {
-        let Some(applied) = self.env.store.apply(&self.id, change) else {
-            return;
+        let joins_history = match &change {
+            Change::Received(message) => Some(message),
+            Change::Status(status) if status.in_history => status.message.as_ref(),
+            _ => None,
         };
-        if let Some(event) = applied.event {
+        if let Some(message) = joins_history
+            && !self.record.is_terminal()
+        {
+            self.message_ids
+                .insert(message.message_id.clone(), message.role);
+        }
+        if let Err(error) = self
+            .journal
+            .apply(&mut self.record, change, Timestamp::now())
+        {
+            // Only a change that cannot be serialized gets here; the record
+            // moved ahead of what can be stored, so stop like a failed write.
+            self.broken.get_or_insert(error);
+        }
+    }
+
+    fn note(&mut self, operation: Operation, context: Value) {
+        self.notes.push((operation, context));
+    }
+
+    /// Commit this step's changes, then tell everyone: events, hooks,
+    /// the parent, and the waiters if the turn ended.
+    async fn settle(&mut self) -> Result<(), A2aError> {
+        self.commit().await?;
+        if std::mem::take(&mut self.turn_ended) {
+            for (history_length, waiter) in self.waiters.drain(..) {
+                let _ = waiter.send(Ok(self.record.to_task(history_length)));
+            }
+        }
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> Result<(), A2aError> {
+        if let Some(error) = &self.broken {
+            return Err(error.clone());
+        }
+        if self.journal.is_empty() && self.children.is_empty() {
+            self.post_notes();
+            return Ok(());
+        }
+        match self.store_changes().await {
+            Ok(published) => {
+                self.publish(published).await;
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(task = %self.record.id, %error, "a task change could not be stored; the task's actor stops");
+                self.broken = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// One atomic write: this task's changes and the sub-tasks it created.
+    async fn store_changes(&mut self) -> Result<Published, A2aError> {
+        let mut writes = vec![self.journal.write(&self.record)?];
+        for (child, journal) in &self.children {
+            writes.push(journal.write(child)?);
+        }
+        self.env
+            .store
+            .commit(writes)
+            .await
+            .map_err(super::journal::store_error)?;
+        Ok(self.journal.committed(&self.record))
+    }
+
+    async fn publish(&mut self, published: Published) {
+        if published.created {
+            self.notifier
+                .post(Operation::TaskCreated, json!({ "task": self.view() }));
+        }
+        for event in published.events {
+            self.env.push.post(&self.record.id, &event.event);
             // No subscribers is fine.
             let _ = self.events.send(event);
         }
-        if let Some((from, to)) = applied.transition {
-            self.on_transition(from, to);
+        self.post_notes();
+        if let Some(directory) = self.directory.upgrade() {
+            for (child, _) in std::mem::take(&mut self.children) {
+                let id = child.id.clone();
+                if let Err(error) =
+                    spawn(Arc::clone(&self.env), &directory, child, Start::Delegated)
+                {
+                    tracing::error!(subtask = %id, %error, "cannot start a sub-task");
+                }
+            }
+        }
+        for (from, to) in published.transitions {
+            self.on_transition(from, to).await;
         }
     }
 
-    fn on_transition(&mut self, from: TaskState, to: TaskState) {
-        if let Some(view) = self.view() {
-            let context = json!({ "task": view, "from": from, "to": to });
-            self.notifier.post(Operation::TaskStateChanged, context);
+    fn post_notes(&mut self) {
+        for (operation, context) in self.notes.drain(..) {
+            self.notifier.post(operation, context);
         }
-        let report = self.read(Report::of).flatten();
-        if let (Some(report), Some(directory)) = (report, self.directory.upgrade())
-            && let Some(parent) = directory.get(&report.parent_id)
+    }
+
+    async fn on_transition(&mut self, from: TaskState, to: TaskState) {
+        let context = json!({ "task": self.view(), "from": from, "to": to });
+        self.notifier.post(Operation::TaskStateChanged, context);
+        let Some(report) = Report::of(&self.record) else {
+            return;
+        };
+        let Some(directory) = self.directory.upgrade() else {
+            return;
+        };
+        let parent = report.parent_id.clone();
+        if let Err(error) =
+            directory::deliver(&self.env, &directory, &parent, Command::Report(report)).await
         {
-            parent.report(report);
+            // The parent catches up from the store when it next starts.
+            tracing::warn!(task = %self.record.id, %parent, %error, "cannot report to the parent task");
         }
     }
 
-    /// Read this task's record. The store never forgets a task, so this is
-    /// `None` only if that invariant breaks; callers then do nothing.
-    fn read<R>(&self, read: impl FnOnce(&TaskRecord) -> R) -> Option<R> {
-        let result = self.env.store.read(&self.id, read);
-        if result.is_none() {
-            tracing::error!(task = %self.id, "a task's record is missing from the store");
+    fn view(&self) -> TaskView {
+        self.record.view(&self.env.settings.selectable_models)
+    }
+
+    // --- Stopping ------------------------------------------------------------------------
+
+    /// Nothing running, queued or waiting.
+    fn is_idle(&self) -> bool {
+        self.job.is_none()
+            && self.queue.is_empty()
+            && self.waiters.is_empty()
+            && self.children.is_empty()
+    }
+
+    /// Stop if nobody needs this actor; the store has everything.
+    fn retire(&mut self) -> bool {
+        match self.directory.upgrade() {
+            Some(directory) => directory.retire(&self.record.id, self.generation, &self.inbox),
+            None => true,
         }
-        result
     }
 
-    fn view(&self) -> Option<TaskView> {
-        let selectable = &self.env.settings.selectable_models;
-        self.read(|record| record.view(selectable))
-    }
-
-    fn snapshot(&self) -> Option<(u64, Task)> {
-        self.read(|record| (record.seq, record.to_task(None)))
+    /// After a refused write: leave the directory and answer everyone
+    /// waiting with the error. The next request starts from the store.
+    fn shut_down(mut self) {
+        let error = self.broken.take().unwrap_or_else(stopped);
+        if let Some(directory) = self.directory.upgrade() {
+            directory.remove(&self.record.id, self.generation);
+        }
+        self.inbox.close();
+        for pending in self.queue.drain(..) {
+            let _ = pending.reply.send(Err(error.clone()));
+        }
+        for (_, waiter) in self.waiters.drain(..) {
+            let _ = waiter.send(Err(error.clone()));
+        }
+        while let Ok(command) = self.inbox.try_recv() {
+            match command {
+                Command::Submit { reply, .. } => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Command::Cancel { reply, .. } => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Command::Report(_) => {}
+            }
+        }
     }
 }
 

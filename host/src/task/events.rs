@@ -1,23 +1,27 @@
 //! A task's events as the streams bindings forward.
 //!
 //! Each task's actor publishes its events, numbered by the task's sequence
-//! number, on a broadcast channel: every subscriber sees the same events in
-//! the same order, and a slow subscriber never holds up the actor. A stream
-//! is a snapshot of the task followed by live events; it subscribes before
-//! taking the snapshot and drops the events the snapshot already reflects,
-//! so nothing falls in between.
+//! number, on a broadcast channel, after they are committed to the store:
+//! every subscriber sees the same events in the same order, and a slow
+//! subscriber never holds up the actor. A stream is a snapshot of the task
+//! followed by live events; it subscribes before taking the snapshot and
+//! drops the events the snapshot already reflects, so nothing falls in
+//! between.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use futures_core::Stream;
+use std::collections::VecDeque;
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use crate::a2a::types::{StreamResponse, Task};
 
-/// How many events a subscriber may fall behind before it is resynchronised.
+/// How many events a subscriber may fall behind before it replays from the
+/// store.
 pub(crate) const BUFFER: usize = 256;
 
 /// An event and its place in its task's sequence.
@@ -27,26 +31,31 @@ pub(crate) struct Sequenced {
     pub(crate) event: StreamResponse,
 }
 
-/// A fresh snapshot of the task and its sequence number, for resynchronising.
-pub(crate) type Snapshot = Box<dyn FnMut() -> Option<(u64, Task)> + Send>;
+/// The events numbered after `seq`, read back from the store's log.
+pub(crate) type Replay = Box<dyn FnMut(u64) -> Replaying + Send>;
+
+/// A replay in progress.
+pub(crate) type Replaying = Pin<Box<dyn Future<Output = Option<Vec<Sequenced>>> + Send>>;
 
 /// The stream one client reads: the Task, then live events until a status
 /// update ends the turn (terminal, `INPUT_REQUIRED` or `AUTH_REQUIRED`).
 ///
 /// The first item never ends the stream, even when it shows a parked task:
-/// a subscription to a parked conversation stays open for the next turn.
+/// a subscription to a parked conversation stays open for the next turn
+/// (unless the stream is for a resent message whose turn is already over).
 ///
 /// A subscriber that falls more than [`BUFFER`] events behind has missed
-/// some; it gets a fresh Task snapshot in their place (a Task is a valid
-/// stream item) and goes on from there, or ends if that snapshot shows the
-/// turn over.
+/// some; it reads them from the store's log, in order, and goes on live. If
+/// the store cannot answer, the stream ends (the client can resubscribe).
 pub(crate) struct TaskEvents {
     first: Option<StreamResponse>,
     live: BroadcastStream<Sequenced>,
     /// Events up to this number are already reflected in what was sent.
     seen: u64,
     finished: bool,
-    snapshot: Snapshot,
+    replay: Replay,
+    replaying: Option<Replaying>,
+    replayed: VecDeque<Sequenced>,
 }
 
 impl TaskEvents {
@@ -55,22 +64,35 @@ impl TaskEvents {
         task: Task,
         seq: u64,
         live: broadcast::Receiver<Sequenced>,
-        snapshot: Snapshot,
+        replay: Replay,
     ) -> Self {
         TaskEvents {
             first: Some(StreamResponse::Task(task)),
             live: BroadcastStream::new(live),
             seen: seq,
             finished: false,
-            snapshot,
+            replay,
+            replaying: None,
+            replayed: VecDeque::new(),
         }
     }
 
-    fn resync(&mut self) -> Option<StreamResponse> {
-        let (seq, task) = (self.snapshot)()?;
+    /// A stream that ends after its first item.
+    pub(crate) fn only(task: Task) -> Self {
+        let (_, live) = broadcast::channel(1);
+        let mut events = TaskEvents::new(task, 0, live, Box::new(|_| Box::pin(async { None })));
+        events.finished = true;
+        events
+    }
+
+    /// The next event to send, if it is new.
+    fn take(&mut self, Sequenced { seq, event }: Sequenced) -> Option<StreamResponse> {
+        if seq <= self.seen {
+            return None;
+        }
         self.seen = seq;
-        self.finished = task.status.state.ends_turn();
-        Some(StreamResponse::Task(task))
+        self.finished = ends_turn(&event);
+        Some(event)
     }
 }
 
@@ -83,19 +105,30 @@ impl Stream for TaskEvents {
             return Poll::Ready(Some(first));
         }
         while !this.finished {
-            match ready!(Pin::new(&mut this.live).poll_next(cx)) {
-                Some(Ok(event)) if event.seq <= this.seen => continue,
-                Some(Ok(Sequenced { seq, event })) => {
-                    this.seen = seq;
-                    this.finished = ends_turn(&event);
+            if let Some(event) = this.replayed.pop_front() {
+                if let Some(event) = this.take(event) {
                     return Poll::Ready(Some(event));
                 }
-                Some(Err(BroadcastStreamRecvError::Lagged(missed))) => {
-                    tracing::debug!(missed, "a task subscriber lagged; resynchronising");
-                    match this.resync() {
-                        Some(task) => return Poll::Ready(Some(task)),
-                        None => this.finished = true,
+                continue;
+            }
+            if let Some(replaying) = &mut this.replaying {
+                let events = ready!(replaying.as_mut().poll(cx));
+                this.replaying = None;
+                match events {
+                    Some(events) => this.replayed.extend(events),
+                    None => this.finished = true,
+                }
+                continue;
+            }
+            match ready!(Pin::new(&mut this.live).poll_next(cx)) {
+                Some(Ok(event)) => {
+                    if let Some(event) = this.take(event) {
+                        return Poll::Ready(Some(event));
                     }
+                }
+                Some(Err(BroadcastStreamRecvError::Lagged(missed))) => {
+                    tracing::debug!(missed, "a task subscriber lagged; replaying from the store");
+                    this.replaying = Some((this.replay)(this.seen));
                 }
                 // The task's actor is gone (the server is shutting down).
                 None => this.finished = true,
@@ -158,7 +191,7 @@ mod tests {
         ] {
             sender.send(event).expect("a subscriber");
         }
-        let events = TaskEvents::new(task(TaskState::InputRequired), 2, live, Box::new(|| None));
+        let events = TaskEvents::new(task(TaskState::InputRequired), 2, live, no_replay());
         let items: Vec<_> = events.collect().await;
         assert_eq!(
             states(&items),
@@ -170,8 +203,12 @@ mod tests {
         );
     }
 
+    fn no_replay() -> Replay {
+        Box::new(|_| Box::pin(async { None }))
+    }
+
     #[tokio::test]
-    async fn a_lagging_subscriber_is_resynchronised_with_a_snapshot() {
+    async fn a_lagging_subscriber_replays_what_it_missed_from_the_store() {
         let (sender, live) = broadcast::channel(2);
         for seq in 1..=5 {
             sender
@@ -181,16 +218,30 @@ mod tests {
         sender
             .send(update(6, TaskState::InputRequired))
             .expect("a subscriber");
-        let snapshot = Box::new(|| Some((6, task(TaskState::InputRequired))));
-        let events = TaskEvents::new(task(TaskState::Working), 0, live, snapshot);
+        // The log has everything; the stream asks for what follows seq 1.
+        let replay: Replay = Box::new(|after| {
+            Box::pin(async move {
+                assert_eq!(after, 1);
+                let mut log: Vec<Sequenced> =
+                    (2..=5).map(|seq| update(seq, TaskState::Working)).collect();
+                log.push(update(6, TaskState::InputRequired));
+                Some(log)
+            })
+        });
+        let events = TaskEvents::new(task(TaskState::Working), 1, live, replay);
         let items: Vec<_> = events.collect().await;
-        // The snapshot replaces what was missed and shows the turn over.
-        assert_eq!(
-            states(&items),
-            [
-                ("task", TaskState::Working),
-                ("task", TaskState::InputRequired),
-            ]
-        );
+        // Every missed event, in order, each once, ending with the turn.
+        let mut expected = vec![("task", TaskState::Working)];
+        expected.extend([("update", TaskState::Working); 4]);
+        expected.push(("update", TaskState::InputRequired));
+        assert_eq!(states(&items), expected);
+    }
+
+    #[tokio::test]
+    async fn a_stream_for_a_finished_turn_is_the_task_alone() {
+        let items: Vec<_> = TaskEvents::only(task(TaskState::InputRequired))
+            .collect()
+            .await;
+        assert_eq!(states(&items), [("task", TaskState::InputRequired)]);
     }
 }

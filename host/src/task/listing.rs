@@ -2,22 +2,23 @@
 //! admin), filtered, most recent status change first, in pages.
 //!
 //! The page token is an opaque cursor: the position of the last task of the
-//! previous page in that order. A task whose status changes between two
+//! previous page in that order (the store's status revision). A task whose status changes between two
 //! page requests moves to the front, so a client paging through a busy
 //! server may miss it on later pages; re-listing from the first page shows it.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::access;
+use super::journal::store_error;
 use super::state::TaskRecord;
-use super::store::TaskStore;
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{ListTasksRequest, ListTasksResponse};
+use crate::a2a::types::{ListTasksRequest, ListTasksResponse, Task};
+use crate::store::{ListQuery, StoredTask, TaskStore};
 
-/// One page of the caller's tasks.
-pub(crate) fn list(
-    store: &TaskStore,
+/// One page of the caller's tasks, read from the store: every task it
+/// holds, running or not.
+pub(crate) async fn list(
+    store: &dyn TaskStore,
     caller: &str,
     admins: &[String],
     request: &ListTasksRequest,
@@ -28,53 +29,48 @@ pub(crate) fn list(
         Some(token) => Some(decode_token(token)?),
     };
     let page_size = usize::try_from(request.effective_page_size()).unwrap_or(0);
-    Ok(store.scan(|tasks| {
-        let mut matching: Vec<&TaskRecord> = tasks
-            .filter(|task| access::role_of(task, caller, admins).is_some())
-            .filter(|task| selected(task, request))
-            .collect();
-        matching.sort_by_key(|task| std::cmp::Reverse(task.revision));
-        // Newest first, so the tasks after the cursor are those below it.
-        let start = after.map_or(0, |cursor| {
-            matching.partition_point(|t| t.revision >= cursor)
-        });
-        let page = &matching[start..(start + page_size).min(matching.len())];
-        let next_page_token = match page.last() {
-            Some(last) if start + page.len() < matching.len() => encode_token(last.revision),
-            _ => String::new(),
-        };
-        ListTasksResponse {
-            tasks: page.iter().map(|task| render(task, request)).collect(),
-            next_page_token,
-            page_size: request.effective_page_size(),
-            total_size: i32::try_from(matching.len()).unwrap_or(i32::MAX),
-        }
-    }))
+    let is_admin = admins.iter().any(|admin| admin == caller);
+    let query = ListQuery {
+        // Admins see every task; anyone else the tasks they take part in.
+        participant: (!is_admin).then(|| caller.to_owned()),
+        context_id: request.context_id.clone(),
+        state: request
+            .status_filter()
+            .map(|state| state.as_str().to_owned()),
+        status_after_ms: request.status_timestamp_after.map(|t| t.unix_millis()),
+        before_revision: after,
+        limit: page_size,
+        history: request
+            .history_length
+            .map(|n| usize::try_from(n).unwrap_or(0)),
+        artifacts: request.include_artifacts == Some(true),
+    };
+    let page = store.list(query).await.map_err(store_error)?;
+    let next_page_token = match page.tasks.last() {
+        Some(last) if page.more => encode_token(last.revision),
+        _ => String::new(),
+    };
+    let tasks = page
+        .tasks
+        .iter()
+        .map(|stored| render(stored, request))
+        .collect::<Result<_, _>>()?;
+    Ok(ListTasksResponse {
+        tasks,
+        next_page_token,
+        page_size: request.effective_page_size(),
+        total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+    })
 }
 
-fn selected(task: &TaskRecord, request: &ListTasksRequest) -> bool {
-    let context = request
-        .context_id
-        .as_deref()
-        .is_none_or(|context_id| task.context_id == context_id);
-    let state = request
-        .status_filter()
-        .is_none_or(|state| task.state() == state);
-    let recent = request.status_timestamp_after.is_none_or(|after| {
-        task.status
-            .timestamp
-            .is_some_and(|timestamp| timestamp >= after)
-    });
-    context && state && recent
-}
-
-fn render(task: &TaskRecord, request: &ListTasksRequest) -> crate::a2a::types::Task {
-    let mut rendered = task.to_task(request.history_length);
+fn render(stored: &StoredTask, request: &ListTasksRequest) -> Result<Task, A2aError> {
+    let record = TaskRecord::from_stored(stored).map_err(A2aError::Internal)?;
+    let mut rendered = record.to_task(request.history_length);
     // Spec 3.1.4: without includeArtifacts the field is omitted entirely.
     if request.include_artifacts != Some(true) {
         rendered.artifacts.clear();
     }
-    rendered
+    Ok(rendered)
 }
 
 fn encode_token(revision: u64) -> String {

@@ -8,31 +8,36 @@
 //!
 //! * `service`: the API the A2A bindings call.
 //! * `actor`: one Tokio task per task, owning its lifecycle; `job`: the
-//!   turn it runs, which it can cut.
+//!   turn it runs, which it can cut; `directory`: the running actors, and
+//!   starting one from the store when a task is needed; `recovery`: what a
+//!   task does first after a restart.
 //! * `classify`: what a message is; `access`: who may do what;
 //!   `participants`: task events that change participants.
 //! * `turn`: model and command turns; `effects`: checking what commands ask
 //!   for; `completion`: the `task.complete` decision; `subtasks`: delegated
 //!   tasks; `screen`: the `request.received` policy point; `notify`:
 //!   notification hooks.
-//! * `state`: a task as a plain value and the only way it changes; `store`:
-//!   where records live; `events`: the streams clients read; `listing`:
-//!   `ListTasks`.
+//! * `state`: a task as a plain value and the only way it changes;
+//!   `journal`: those changes on their way to the store (`crate::store`),
+//!   committed before anyone hears of them; `events`: the streams clients
+//!   read; `listing`: `ListTasks`.
 
 mod access;
 mod actor;
 mod classify;
 mod completion;
+mod directory;
 mod effects;
 mod events;
 mod job;
+mod journal;
 mod listing;
 mod notify;
 mod participants;
+mod recovery;
 mod screen;
 mod service;
 mod state;
-mod store;
 mod subtasks;
 mod turn;
 mod view;
@@ -40,5 +45,6 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-pub use service::{Caller, EventStream, TaskService, TaskSettings};
+pub(crate) use journal::store_error;
+pub use service::{Caller, Durability, EventStream, TaskService, TaskSettings};
 pub use view::{Participant, Role, SubtaskView, TaskView};

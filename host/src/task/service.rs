@@ -5,30 +5,49 @@
 //! A message with a `taskId` continues that task; one without starts a new
 //! conversation (a new task, in the given `contextId` or a new one). The
 //! service checks what it can up front (visibility, the sender's role, the
-//! message's kind) and runs the `request.received` policy on ordinary
-//! messages in the caller's own task; the task's actor then checks again
-//! against the task as it is when the message arrives, and runs it.
+//! message's kind) against the task as stored, and runs the
+//! `request.received` policy on ordinary messages in the caller's own task;
+//! the task's actor then checks again against the task as it is when the
+//! message arrives, and runs it.
+//!
+//! Reads (GetTask, ListTasks, the snapshot a subscription starts with) come
+//! from the store, which holds every task whether its actor runs or not; an
+//! actor commits before it tells anyone anything, so a read never shows
+//! less than a client was told.
+//!
+//! A message whose `messageId` the task already accepted (a client retrying
+//! after a timeout or a restart) is answered with the task and never applied
+//! twice; so is a resent first message, found by its sender and id.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use futures_core::Stream;
 
 use super::access;
-use super::actor::{self, Admitted, Directory, Env, Submission, TaskHandle};
+use super::actor::{self, Admitted, Canceller, Command, Env, Start, Submission};
 use super::classify::{self, Class};
-use super::events::TaskEvents;
+use super::directory::{self, Directory};
+use super::events::{Replay, Sequenced, TaskEvents};
+use super::journal::store_error;
 use super::listing;
 use super::screen;
 use super::state::{Lifecycle, TaskRecord, new_id, trim_history};
 use super::view::{Participant, Role};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
+    CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
     SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskPushNotificationConfig, Timestamp,
 };
 use crate::commands::{CommandRegistry, Registries};
+use crate::config::Config;
 use crate::model::Model;
+use crate::push::{PushSettings, Pusher, Viewer};
+use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
 
 /// The authenticated participant behind a request. Bindings resolve it
 /// (bearer token, or on loopback the self-asserted `X-Participant-Id`
@@ -60,6 +79,62 @@ pub struct TaskSettings {
     pub admins: Vec<String>,
 }
 
+/// How the service keeps tasks and delivers their events.
+#[derive(Clone)]
+pub struct Durability {
+    pub store: Arc<dyn TaskStore>,
+    /// How long a task's actor with nothing to do stays in memory; the task
+    /// is read back from the store when it is needed again.
+    pub idle_timeout: Duration,
+    /// Terminal tasks are deleted this long after they ended; `None` keeps
+    /// them forever.
+    pub retain_terminal: Option<Duration>,
+    pub push: PushSettings,
+}
+
+impl Durability {
+    /// The default idle period of a task's actor.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// What `config` asks for: its store opened (created if needed), its idle
+    /// period, retention and push settings.
+    pub fn open(config: &Config) -> Result<Self, StoreError> {
+        let options = config.store_options();
+        match &options.location {
+            StoreLocation::File(path) => tracing::info!(
+                path = %path.display(),
+                synchronous = ?options.synchronous,
+                "task store"
+            ),
+            StoreLocation::Memory => {
+                tracing::warn!("tasks are kept in memory only: a restart forgets them");
+            }
+        }
+        Ok(Durability {
+            store: store::open(&options)?,
+            idle_timeout: config.store.idle_timeout(),
+            retain_terminal: config.store.retention(),
+            push: config.push_settings(),
+        })
+    }
+
+    /// Nothing survives the process; push delivery with its defaults.
+    pub fn in_memory() -> Self {
+        Durability {
+            store: Arc::new(MemoryStore::new()),
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            retain_terminal: None,
+            push: PushSettings::default(),
+        }
+    }
+}
+
+/// How often tasks left without an actor are looked for.
+const RESUME_SWEEP: Duration = Duration::from_secs(60);
+
+/// Retention runs every this many resume sweeps (hourly), the first at start.
+const RETENTION_EVERY: u64 = 60;
+
 /// Conversations: create, continue, complete, cancel, read, subscribe.
 #[derive(Clone)]
 pub struct TaskService {
@@ -68,25 +143,130 @@ pub struct TaskService {
 
 struct Inner {
     env: Arc<Env>,
-    /// The task actors. Only the service holds it strongly, so dropping the
-    /// service stops them.
+    /// The running task actors. Only the service holds it strongly, so
+    /// dropping the service stops them.
     directory: Arc<Directory>,
+    retain_terminal: Option<Duration>,
 }
 
 impl TaskService {
+    /// A service keeping its tasks in memory.
     pub fn new(settings: TaskSettings, registries: Registries, model: Arc<dyn Model>) -> Self {
+        Self::with_durability(settings, registries, model, Durability::in_memory())
+    }
+
+    /// A service on `durability`'s store. Call [`TaskService::recover`]
+    /// before serving.
+    pub fn with_durability(
+        settings: TaskSettings,
+        registries: Registries,
+        model: Arc<dyn Model>,
+        durability: Durability,
+    ) -> Self {
+        let push = Pusher::new(Arc::clone(&durability.store), durability.push.clone());
         let env = Env {
             settings,
             registries,
             model,
-            store: Default::default(),
+            store: durability.store,
+            push,
+            idle_timeout: durability.idle_timeout,
         };
         TaskService {
             inner: Arc::new(Inner {
                 env: Arc::new(env),
                 directory: Arc::default(),
+                retain_terminal: durability.retain_terminal,
             }),
         }
+    }
+
+    /// Bring back what a restart interrupted: read the push configurations,
+    /// then start the actor of every task a turn was running (or due) in and
+    /// of every open parent that may have missed a sub-task's end. Each
+    /// settles itself (see `recovery`). Returns how many were started.
+    pub async fn recover(&self) -> Result<usize, A2aError> {
+        self.inner.env.push.load().await.map_err(store_error)?;
+        let resumed = self.resume().await?;
+        if resumed > 0 {
+            tracing::info!(
+                tasks = resumed,
+                "resumed tasks interrupted by the last stop"
+            );
+        }
+        Ok(resumed)
+    }
+
+    /// Start the actor of every task that needs one now and has none.
+    async fn resume(&self) -> Result<usize, A2aError> {
+        let env = &self.inner.env;
+        let ids = env.store.recovery_candidates().await.map_err(store_error)?;
+        let mut resumed = 0;
+        for id in &ids {
+            // One unreadable task must not keep the others down.
+            match directory::ensure(env, &self.inner.directory, id).await {
+                Ok(()) => resumed += 1,
+                Err(error) => tracing::error!(task = %id, %error, "cannot resume a task"),
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Look after the store while the service lives: every minute, start the
+    /// tasks a turn is due in that have no actor (their actor stopped on a
+    /// refused write, and the store takes writes again), so no task stays
+    /// `WORKING` for good; every hour, delete terminal tasks past retention.
+    pub fn spawn_maintenance(&self) {
+        let inner: Weak<Inner> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut sweeps = tokio::time::interval(RESUME_SWEEP);
+            sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            for sweep in 0u64.. {
+                sweeps.tick().await;
+                // Held only for this sweep: dropping the service stops it.
+                let Some(inner) = inner.upgrade() else {
+                    return;
+                };
+                let service = TaskService { inner };
+                if sweep > 0
+                    && let Err(error) = service.resume().await
+                {
+                    tracing::warn!(%error, "the resume sweep failed");
+                }
+                if let Some(retain) = service.inner.retain_terminal
+                    && sweep % RETENTION_EVERY == 0
+                {
+                    match service.purge_terminal(retain).await {
+                        Ok(0) => {}
+                        Ok(purged) => {
+                            tracing::info!(purged, "deleted terminal tasks past retention");
+                        }
+                        Err(error) => tracing::warn!(%error, "the retention sweep failed"),
+                    }
+                }
+            }
+        });
+    }
+
+    /// Delete terminal tasks whose last status change is older than `retain`.
+    pub async fn purge_terminal(&self, retain: Duration) -> Result<u64, A2aError> {
+        let retain_ms = i64::try_from(retain.as_millis()).unwrap_or(i64::MAX);
+        let before = Timestamp::now().unix_millis().saturating_sub(retain_ms);
+        let env = &self.inner.env;
+        let purged = env
+            .store
+            .purge_terminal(before)
+            .await
+            .map_err(store_error)?;
+        if purged > 0 {
+            env.push.load().await.map_err(store_error)?;
+        }
+        Ok(purged)
+    }
+
+    /// How many task actors are in memory now.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.directory.len()
     }
 
     /// The registry generation the card should publish.
@@ -105,11 +285,15 @@ impl TaskService {
     ) -> Result<SendMessageResponse, A2aError> {
         request.validate()?;
         let configuration = request.configuration.unwrap_or_default();
-        let admitted = self.admit(caller, request.message).await?;
+        let push = configuration.task_push_notification_config;
+        let history_length = configuration.history_length;
+        let admitted = self
+            .admit(caller, request.message, push, history_length)
+            .await?;
         let task = if configuration.return_immediately {
             admitted.task
         } else {
-            admitted.done.await.map_err(|_| actor::stopped())?
+            admitted.done.await.map_err(|_| actor::stopped())??
         };
         Ok(SendMessageResponse::Task(trim_history(
             task,
@@ -127,18 +311,23 @@ impl TaskService {
         request: SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
         request.validate()?;
-        let history_length = request
-            .configuration
-            .as_ref()
-            .and_then(|configuration| configuration.history_length);
-        let admitted = self.admit(caller, request.message).await?;
+        let configuration = request.configuration.unwrap_or_default();
+        let history_length = configuration.history_length;
+        let push = configuration.task_push_notification_config;
+        let admitted = self
+            .admit(caller, request.message, push, history_length)
+            .await?;
         let task_id = admitted.task.id.clone();
         let first = trim_history(admitted.task, history_length);
+        if admitted.finished {
+            // A resent message whose turn is over: the task is the answer.
+            return Ok(Box::pin(TaskEvents::only(first)));
+        }
         Ok(Box::pin(TaskEvents::new(
             first,
             admitted.seq,
             admitted.events,
-            self.resync(task_id, history_length),
+            self.replay(task_id),
         )))
     }
 
@@ -149,15 +338,12 @@ impl TaskService {
         request: GetTaskRequest,
     ) -> Result<Task, A2aError> {
         request.validate()?;
-        let admins = &self.inner.env.settings.admins;
-        self.inner
-            .env
-            .store
-            .read(&request.id, |record| {
-                access::visible(record, &caller.id, admins)
-                    .map(|_| record.to_task(request.history_length))
-            })
-            .unwrap_or_else(|| Err(access::not_found(&request.id)))
+        let history = request
+            .history_length
+            .map(|n| usize::try_from(n).unwrap_or(0));
+        let record = self.load(&request.id, history).await?;
+        access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
+        Ok(record.to_task(request.history_length))
     }
 
     /// `ListTasks`: the caller's tasks (every task for an admin), filtered
@@ -169,7 +355,13 @@ impl TaskService {
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2aError> {
         let env = &self.inner.env;
-        listing::list(&env.store, &caller.id, &env.settings.admins, &request)
+        listing::list(
+            env.store.as_ref(),
+            &caller.id,
+            &env.settings.admins,
+            &request,
+        )
+        .await
     }
 
     /// `CancelTask`: cancel the task and its open sub-tasks. Reporters,
@@ -180,7 +372,13 @@ impl TaskService {
         request: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
         request.validate()?;
-        self.handle(&request.id)?.cancel(&caller.id).await
+        // Refused without starting the task's actor when the stored task
+        // already says no.
+        let record = self.head(&request.id).await?;
+        access::admit_cancel(&record, &self.inner.env.settings.admins, &caller.id)?;
+        let by = Canceller::Participant(caller.id.clone());
+        self.ask(&request.id, |reply| Command::Cancel { by, reply })
+            .await
     }
 
     /// `SubscribeToTask`: the Task, then live events until the next turn ends
@@ -188,84 +386,183 @@ impl TaskService {
     /// `INPUT_REQUIRED`) stays open until its next turn ends, so a watcher
     /// sees the next exchange and any sub-task results meanwhile; to a task
     /// mid-turn, until that turn ends. A finished task cannot be subscribed
-    /// to (UnsupportedOperation).
+    /// to (UnsupportedOperation). Works for every stored task: its actor is
+    /// started from the store if it is not running (after a restart too).
     pub async fn subscribe(
         &self,
         caller: &Caller,
         request: SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
         request.validate()?;
-        let handle = self.handle(&request.id)?;
+        let record = self.head(&request.id).await?;
+        access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
+        if record.is_terminal() {
+            return Err(finished(&record));
+        }
         // Subscribe before the snapshot: events in between are then
         // received twice rather than lost, and the sequence number drops
         // the duplicates.
-        let live = handle.subscribe();
-        let admins = &self.inner.env.settings.admins;
-        let (seq, task) = self
-            .inner
+        let live =
+            directory::subscribe(&self.inner.env, &self.inner.directory, &request.id).await?;
+        let record = self.load(&request.id, None).await?;
+        let task = record.to_task(None);
+        if record.is_terminal() {
+            // It ended in between: nothing more will come.
+            return Ok(Box::pin(TaskEvents::only(task)));
+        }
+        let replay = self.replay(request.id);
+        Ok(Box::pin(TaskEvents::new(task, record.seq, live, replay)))
+    }
+
+    // --- Push notifications ------------------------------------------------------------
+
+    /// `CreateTaskPushNotificationConfig`: deliver the task's events to a
+    /// webhook. Any participant who can see the task may; the configuration
+    /// is theirs.
+    pub async fn create_push_config(
+        &self,
+        caller: &Caller,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        config.validate()?;
+        self.visible(caller, &config.task_id).await?;
+        self.inner.env.push.create(&caller.id, config).await
+    }
+
+    /// `GetTaskPushNotificationConfig`: one of the caller's configurations
+    /// (any, for an admin).
+    pub async fn get_push_config(
+        &self,
+        caller: &Caller,
+        request: GetTaskPushNotificationConfigRequest,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        request.validate()?;
+        let viewer = self.visible(caller, &request.task_id).await?;
+        self.inner
             .env
-            .store
-            .read(&request.id, |record| {
-                access::visible(record, &caller.id, admins)?;
-                if record.is_terminal() {
-                    return Err(A2aError::UnsupportedOperation(format!(
-                        "task {} is {}: a finished task has no more events to subscribe to",
-                        record.id,
-                        record.state()
-                    )));
-                }
-                Ok((record.seq, record.to_task(None)))
-            })
-            .unwrap_or_else(|| Err(access::not_found(&request.id)))?;
-        let resync = self.resync(request.id, None);
-        Ok(Box::pin(TaskEvents::new(task, seq, live, resync)))
+            .push
+            .get(&viewer, &request.task_id, &request.id)
+    }
+
+    /// `ListTaskPushNotificationConfigs`: the caller's configurations of the
+    /// task (all of them, for an admin), in one page.
+    pub async fn list_push_configs(
+        &self,
+        caller: &Caller,
+        request: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+        request.validate()?;
+        let viewer = self.visible(caller, &request.task_id).await?;
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: self.inner.env.push.list(&viewer, &request.task_id),
+            next_page_token: String::new(),
+        })
+    }
+
+    /// `DeleteTaskPushNotificationConfig`: idempotent; deleting a
+    /// configuration that is not there (or not the caller's) changes nothing.
+    pub async fn delete_push_config(
+        &self,
+        caller: &Caller,
+        request: DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        request.validate()?;
+        let viewer = self.visible(caller, &request.task_id).await?;
+        self.inner
+            .env
+            .push
+            .delete(&viewer, &request.task_id, &request.id)
+            .await
     }
 
     // --- Admission -----------------------------------------------------------------------
 
     /// Classify and check a message, then hand it to its task.
-    async fn admit(&self, caller: &Caller, message: Message) -> Result<Admitted, A2aError> {
+    async fn admit(
+        &self,
+        caller: &Caller,
+        mut message: Message,
+        push: Option<TaskPushNotificationConfig>,
+        history_length: Option<i32>,
+    ) -> Result<Admitted, A2aError> {
+        if let Some(task_id) = self.accepted_before(caller, &message).await? {
+            // A resend: the task answers it without applying it again, and
+            // without running the policy hooks a second time.
+            message.task_id = Some(task_id.clone());
+            let submission = Submission {
+                sender: caller.id.clone(),
+                message,
+                class: Class::Ordinary,
+                history_length,
+            };
+            return self.submit(&task_id, submission).await;
+        }
         let registry = self.inner.env.registries.current();
-        match message.task_id.clone() {
+        let submission = Submission {
+            sender: caller.id.clone(),
+            message,
+            class: Class::Ordinary,
+            history_length,
+        };
+        match submission.message.task_id.clone() {
             Some(task_id) => {
-                self.continue_task(caller, &task_id, message, registry)
+                self.continue_task(caller, &task_id, submission, registry, push)
                     .await
             }
-            None => self.start_task(caller, message, registry).await,
+            None => self.start_task(caller, submission, registry, push).await,
         }
     }
 
+    /// The task that already accepted this message, if one did.
+    async fn accepted_before(
+        &self,
+        caller: &Caller,
+        message: &Message,
+    ) -> Result<Option<String>, A2aError> {
+        let message_id = message.message_id.clone();
+        let lookup = match &message.task_id {
+            Some(task_id) => MessageLookup::InTask {
+                task_id: task_id.clone(),
+                message_id,
+            },
+            None => MessageLookup::Started {
+                created_by: caller.id.clone(),
+                message_id,
+            },
+        };
+        self.inner
+            .env
+            .store
+            .find_message(lookup)
+            .await
+            .map_err(store_error)
+    }
+
+    /// `submission` (its class still to be found) to an existing task.
     async fn continue_task(
         &self,
         caller: &Caller,
         task_id: &str,
-        message: Message,
+        submission: Submission,
         registry: Arc<CommandRegistry>,
+        push: Option<TaskPushNotificationConfig>,
     ) -> Result<Admitted, A2aError> {
+        let message = submission.message;
         let env = &self.inner.env;
         let admins = &env.settings.admins;
+        let record = self.head(task_id).await?;
         // Who the sender is comes first: a watcher is refused whatever the
         // message, and a stranger learns nothing.
-        let role = env
-            .store
-            .read(task_id, |record| {
-                access::visible(record, &caller.id, admins)
-            })
-            .unwrap_or_else(|| Err(access::not_found(task_id)))?;
+        let role = access::visible(&record, &caller.id, admins)?;
         access::may_act(
             role,
             &caller.id,
             "send messages, run commands or complete it",
         )?;
         let class = classify::classify(&message, &registry)?;
-        let view = env
-            .store
-            .read(task_id, |record| {
-                let context_id = message.context_id.as_deref();
-                access::admit_message(record, admins, &caller.id, context_id, &class)
-                    .map(|_| record.view(&env.settings.selectable_models))
-            })
-            .unwrap_or_else(|| Err(access::not_found(task_id)))?;
+        let context_id = message.context_id.as_deref();
+        access::admit_message(&record, admins, &caller.id, context_id, &class)?;
+        let view = record.view(&env.settings.selectable_models);
         let sender = Participant {
             id: caller.id.clone(),
             role,
@@ -274,21 +571,27 @@ impl TaskService {
             Class::Ordinary => screen::request_received(&registry, message, &sender, &view).await?,
             _ => message,
         };
+        if let Some(config) = push {
+            self.register_push(caller, task_id, config).await?;
+        }
         let submission = Submission {
-            sender: caller.id.clone(),
             message,
             class,
+            ..submission
         };
-        self.handle(task_id)?.submit(submission).await
+        self.submit(task_id, submission).await
     }
 
+    /// `submission` (its class still to be found) starts a conversation.
     async fn start_task(
         &self,
         caller: &Caller,
-        message: Message,
+        submission: Submission,
         registry: Arc<CommandRegistry>,
+        push: Option<TaskPushNotificationConfig>,
     ) -> Result<Admitted, A2aError> {
         let env = &self.inner.env;
+        let message = submission.message;
         let class = classify::classify(&message, &registry)?;
         if class.is_envelope() {
             return Err(A2aError::invalid_field(
@@ -311,13 +614,38 @@ impl TaskService {
             }
             _ => message,
         };
-        let handle = actor::spawn(Arc::clone(env), &self.inner.directory, record);
+        let task_id = record.id.clone();
+        if let Some(config) = push {
+            // Registered first, so the webhook hears the first turn too.
+            self.register_push(caller, &task_id, config).await?;
+        }
+        let created_by = caller.id.clone();
+        actor::spawn(
+            Arc::clone(env),
+            &self.inner.directory,
+            record,
+            Start::Conversation { created_by },
+        )?;
         let submission = Submission {
-            sender: caller.id.clone(),
             message,
             class,
+            ..submission
         };
-        handle.submit(submission).await
+        // The first commit creates the task with this message, or neither
+        // happens.
+        self.submit(&task_id, submission).await
+    }
+
+    /// A webhook from a send's configuration, for the task it goes to.
+    async fn register_push(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<(), A2aError> {
+        config.task_id = task_id.to_owned();
+        self.inner.env.push.create(&caller.id, config).await?;
+        Ok(())
     }
 
     /// A new conversation whose reporter is `caller`.
@@ -336,20 +664,84 @@ impl TaskService {
         )
     }
 
-    fn handle(&self, task_id: &str) -> Result<TaskHandle, A2aError> {
-        self.inner
-            .directory
-            .get(task_id)
-            .ok_or_else(|| access::not_found(task_id))
+    // --- Reaching tasks ------------------------------------------------------------------
+
+    async fn submit(&self, task_id: &str, submission: Submission) -> Result<Admitted, A2aError> {
+        self.ask(task_id, |reply| Command::Submit { submission, reply })
+            .await
     }
 
-    /// A fresh snapshot of `task_id` for a lagging stream.
-    fn resync(&self, task_id: String, history_length: Option<i32>) -> super::events::Snapshot {
-        let env = Arc::clone(&self.inner.env);
-        Box::new(move || {
-            env.store.read(&task_id, |record| {
-                (record.seq, record.to_task(history_length))
+    async fn ask<T>(
+        &self,
+        task_id: &str,
+        command: impl FnOnce(actor::Reply<T>) -> Command,
+    ) -> Result<T, A2aError> {
+        directory::ask(&self.inner.env, &self.inner.directory, task_id, command).await
+    }
+
+    /// Task `task_id` as stored, with at most `history` recent messages.
+    async fn load(&self, task_id: &str, history: Option<usize>) -> Result<TaskRecord, A2aError> {
+        let stored = self
+            .inner
+            .env
+            .store
+            .load(task_id.to_owned(), history)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| access::not_found(task_id))?;
+        TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
+    }
+
+    /// Task `task_id`'s stored head: no history, no artifacts.
+    async fn head(&self, task_id: &str) -> Result<TaskRecord, A2aError> {
+        let head = self
+            .inner
+            .env
+            .store
+            .head(task_id.to_owned())
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| access::not_found(task_id))?;
+        TaskRecord::from_head(&head).map_err(A2aError::Internal)
+    }
+
+    /// Who `caller` is to task `task_id`, if they may see it at all.
+    async fn visible(&self, caller: &Caller, task_id: &str) -> Result<Viewer, A2aError> {
+        let record = self.head(task_id).await?;
+        let role = access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
+        Ok(Viewer {
+            id: caller.id.clone(),
+            admin: role == Role::Admin,
+        })
+    }
+
+    /// Read what a lagging stream missed from the store's log.
+    fn replay(&self, task_id: String) -> Replay {
+        let store = Arc::clone(&self.inner.env.store);
+        Box::new(move |after| {
+            let store = Arc::clone(&store);
+            let task_id = task_id.clone();
+            Box::pin(async move {
+                let stored = store.events_after(task_id, after).await.ok()?;
+                stored
+                    .into_iter()
+                    .map(|event| {
+                        let parsed = serde_json::from_str(&event.document).ok()?;
+                        Some(Sequenced {
+                            seq: event.seq,
+                            event: parsed,
+                        })
+                    })
+                    .collect()
             })
         })
     }
+}
+
+fn finished(record: &TaskRecord) -> A2aError {
+    A2aError::UnsupportedOperation(format!(
+        "task {} is {}: a finished task has no more events to subscribe to",
+        record.id,
+        record.state()
+    ))
 }

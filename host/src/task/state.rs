@@ -3,9 +3,12 @@
 //!
 //! Everything here is synchronous and deterministic: [`TaskRecord::apply`]
 //! is the only place a task changes, and it returns the event the change
-//! produces (with the task's next sequence number). The store calls it under
-//! its lock; a durable store persists the same changes.
+//! produces (with the task's next sequence number). Each change is also an
+//! entry of the task's log (`journal`): replaying the log with the times it
+//! records rebuilds the same record, which is what lets a durable backend
+//! decide exactly as the live task did.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::events::Sequenced;
@@ -14,6 +17,7 @@ use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
+use crate::store::StoredTask;
 
 /// Where the status extension writes the sub-state (decision 007).
 pub(crate) const SUB_STATE_KEY: &str = "sub_state";
@@ -28,7 +32,8 @@ pub(crate) fn new_id() -> String {
 }
 
 /// Why a conversation is parked in `INPUT_REQUIRED`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum SubState {
     /// The agent replied; the conversation waits for whatever comes next.
     AwaitingNextMessage,
@@ -46,7 +51,8 @@ impl SubState {
 }
 
 /// How a task lives and ends.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub(crate) enum Lifecycle {
     /// Started by a participant's message: each turn parks in
     /// `INPUT_REQUIRED` until a participant completes or cancels it.
@@ -56,8 +62,38 @@ pub(crate) enum Lifecycle {
     Delegated { parent_id: String, goal: String },
 }
 
+/// The turn a task is running, recorded when it starts so a restart knows
+/// what was interrupted (`recovery`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Turn {
+    pub(crate) work: TurnWork,
+    /// 1 for the first run; a restart that retries the turn adds one.
+    pub(crate) attempt: u32,
+}
+
+/// What a turn does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub(crate) enum TurnWork {
+    /// A model call (a conversation's message, or a sub-task's goal).
+    Model,
+    /// A command; `text` is the whole message, e.g. `/deploy prod`.
+    Command { text: String, sender: Participant },
+    /// The `task.complete` decision for a completion control.
+    Completion { requested_by: Participant },
+}
+
+impl Turn {
+    pub(crate) fn first(work: TurnWork) -> Self {
+        Turn { work, attempt: 1 }
+    }
+}
+
 /// One task, everything the harness knows about it.
-#[derive(Clone, Debug)]
+///
+/// Serialized without its history and artifacts, it is the task's snapshot
+/// in the store (the "head"); those two are stored as rows of their own.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TaskRecord {
     pub(crate) id: String,
     pub(crate) context_id: String,
@@ -67,7 +103,9 @@ pub(crate) struct TaskRecord {
     pub(crate) status: TaskStatus,
     /// Set only while the state is `INPUT_REQUIRED`.
     pub(crate) sub_state: Option<SubState>,
+    #[serde(skip)]
     pub(crate) history: Vec<Message>,
+    #[serde(skip)]
     pub(crate) artifacts: Vec<Artifact>,
     pub(crate) participants: Vec<Participant>,
     pub(crate) model: String,
@@ -77,13 +115,18 @@ pub(crate) struct TaskRecord {
     pub(crate) turn_count: u32,
     /// The sequence number of the last event this task produced.
     pub(crate) seq: u64,
-    /// Where the task sorts among all tasks by last status change; the store
-    /// assigns it.
-    pub(crate) revision: u64,
+    /// The turn running now, while the task is `WORKING`.
+    #[serde(default)]
+    pub(crate) turn: Option<Turn>,
+    /// How many changes the task has gone through: the log position of the
+    /// last one (the creation is position 0).
+    #[serde(default)]
+    pub(crate) changes: u64,
 }
 
 /// A change to a task. [`TaskRecord::apply`] is the only way one happens.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "change")]
 pub(crate) enum Change {
     /// A participant's message was accepted.
     Received(Message),
@@ -97,10 +140,28 @@ pub(crate) enum Change {
     Participants(Vec<Participant>),
     /// A delegated sub-task was added or changed state.
     Subtask(SubtaskView),
+    /// A turn started (or was started again after a restart).
+    TurnStarted(Turn),
+}
+
+impl Change {
+    /// The kind of log entry this change is.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Change::Received(_) => "received",
+            Change::Status(_) => "status",
+            Change::Artifact(_) => "artifact",
+            Change::Model(_) => "model",
+            Change::Effort(_) => "effort",
+            Change::Participants(_) => "participants",
+            Change::Subtask(_) => "subtask",
+            Change::TurnStarted(_) => "turn_started",
+        }
+    }
 }
 
 /// A new status.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct StatusChange {
     pub(crate) state: TaskState,
     pub(crate) sub_state: Option<SubState>,
@@ -183,8 +244,29 @@ impl TaskRecord {
             subtasks: Vec::new(),
             turn_count: 0,
             seq: 0,
-            revision: 0,
+            turn: None,
+            changes: 0,
         }
+    }
+
+    /// A record read back from the store: its head and, if read, its
+    /// history and artifacts.
+    pub(crate) fn from_stored(stored: &StoredTask) -> Result<Self, String> {
+        let mut record = Self::from_head(&stored.head)?;
+        record.history = parse_all(&stored.history, "message")?;
+        record.artifacts = parse_all(&stored.artifacts, "artifact")?;
+        Ok(record)
+    }
+
+    /// A record from its head alone, without history or artifacts: enough to
+    /// check access and describe the task, not to run it.
+    pub(crate) fn from_head(head: &str) -> Result<Self, String> {
+        serde_json::from_str(head).map_err(|error| format!("a stored task is unreadable: {error}"))
+    }
+
+    /// Whether a turn is running or due: a restart must pick the task up.
+    pub(crate) fn is_active(&self) -> bool {
+        matches!(self.state(), TaskState::Submitted | TaskState::Working)
     }
 
     pub(crate) fn state(&self) -> TaskState {
@@ -213,11 +295,13 @@ impl TaskRecord {
 
     /// Apply `change` at `now`. A terminal task is never restarted: on one,
     /// only sub-task bookkeeping applies and everything else is ignored.
+    /// Every change that applies counts in [`TaskRecord::changes`].
     pub(crate) fn apply(&mut self, change: Change, now: Timestamp) -> Applied {
         if self.is_terminal() && !matches!(change, Change::Subtask(_)) {
             tracing::warn!(task = %self.id, ?change, "ignored a change to a terminal task");
             return Applied::default();
         }
+        self.changes += 1;
         match change {
             Change::Received(message) => {
                 self.history.push(message);
@@ -259,6 +343,10 @@ impl TaskRecord {
                 }
                 Applied::default()
             }
+            Change::TurnStarted(turn) => {
+                self.turn = Some(turn);
+                Applied::default()
+            }
         }
     }
 
@@ -273,6 +361,10 @@ impl TaskRecord {
             TaskState::InputRequired => change.sub_state.or(Some(SubState::AwaitingNextMessage)),
             _ => None,
         };
+        // A turn runs only while the task is working.
+        if change.state != TaskState::Working {
+            self.turn = None;
+        }
         self.status = TaskStatus {
             state: change.state,
             message: change.message,
@@ -380,6 +472,19 @@ impl TaskRecord {
             .map(message_text)
             .unwrap_or_default()
     }
+}
+
+fn parse_all<T: serde::de::DeserializeOwned>(
+    documents: &[String],
+    what: &str,
+) -> Result<Vec<T>, String> {
+    documents
+        .iter()
+        .map(|document| {
+            serde_json::from_str(document)
+                .map_err(|error| format!("a stored {what} is unreadable: {error}"))
+        })
+        .collect()
 }
 
 /// The last `length` messages (unset: all; 0: none), per the A2A

@@ -25,6 +25,8 @@ use crate::model::OfflineModel;
 use crate::plugins::PluginLoader;
 use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
 
+mod durable;
+
 // --- Fixtures --------------------------------------------------------------------------------
 
 /// One engine for the whole test binary, with a compile cache private to

@@ -184,7 +184,7 @@ fn unauthenticated(mut response: Response, error: AuthError) -> Response {
 fn log_if_internal(error: &A2aError) {
     if matches!(
         error,
-        A2aError::Internal(_) | A2aError::InvalidAgentResponse(_)
+        A2aError::Internal(_) | A2aError::InvalidAgentResponse(_) | A2aError::StoreUnavailable(_)
     ) {
         tracing::error!(%error, "request failed");
     }

@@ -1,0 +1,109 @@
+//! The SQLite tables.
+//!
+//! * `tasks`: one row per task, the snapshot (`head`) and the columns
+//!   listings, recovery and retention search by (`active`: a turn is
+//!   running or due, so a restart must pick the task up). Two counters order writes:
+//!   `status_rev` moves on status changes only (ListTasks order and cursor),
+//!   `write_rev` on every write (recovery compares a parent's with its
+//!   sub-tasks' to find a sub-task result the parent may have missed).
+//! * `task_log`: the append-only log, one row per change, with the stream
+//!   event it produced (replayed to a lagging or returning subscriber).
+//! * `messages`, `artifacts`: the history and artifacts, so a read does not
+//!   replay the log; `UNIQUE (task_id, message_id)` is the last line of
+//!   defence against applying a message twice.
+//! * `participants`: who may see a task, so ListTasks finds a caller's tasks
+//!   by index.
+//! * `push_configs`: push-notification configurations.
+//!
+//! The version is `PRAGMA user_version`; a newer one than this build knows
+//! is refused rather than misread.
+
+use rusqlite::Connection;
+
+/// The schema version this build writes.
+pub(super) const VERSION: i64 = 1;
+
+const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id           TEXT PRIMARY KEY,
+    context_id   TEXT NOT NULL,
+    parent_id    TEXT,
+    created_by   TEXT,
+    state        TEXT NOT NULL,
+    terminal     INTEGER NOT NULL,
+    active       INTEGER NOT NULL,
+    status_at_ms INTEGER NOT NULL,
+    status_rev   INTEGER NOT NULL,
+    write_rev    INTEGER NOT NULL,
+    head         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status_rev ON tasks (status_rev);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (context_id, status_rev);
+CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+CREATE INDEX IF NOT EXISTS tasks_active ON tasks (id) WHERE active = 1;
+CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_ended ON tasks (status_at_ms) WHERE terminal = 1;
+
+CREATE TABLE IF NOT EXISTS task_log (
+    task_id   TEXT NOT NULL,
+    position  INTEGER NOT NULL,
+    at_ms     INTEGER NOT NULL,
+    kind      TEXT NOT NULL,
+    change    TEXT NOT NULL,
+    event_seq INTEGER,
+    event     TEXT,
+    PRIMARY KEY (task_id, position)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS task_log_events ON task_log (task_id, event_seq)
+    WHERE event_seq IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS messages (
+    task_id    TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    document   TEXT NOT NULL,
+    PRIMARY KEY (task_id, position),
+    UNIQUE (task_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS messages_by_id ON messages (message_id);
+
+CREATE TABLE IF NOT EXISTS artifacts (
+    task_id  TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    document TEXT NOT NULL,
+    PRIMARY KEY (task_id, position)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS participants (
+    task_id        TEXT NOT NULL,
+    participant_id TEXT NOT NULL,
+    PRIMARY KEY (task_id, participant_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS participants_by_id ON participants (participant_id, task_id);
+
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id   TEXT NOT NULL,
+    config_id TEXT NOT NULL,
+    document  TEXT NOT NULL,
+    PRIMARY KEY (task_id, config_id)
+) WITHOUT ROWID;
+";
+
+/// Create the tables if they are missing; refuse a database from a newer
+/// version.
+pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
+    let found: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|error| error.to_string())?;
+    if found > VERSION {
+        return Err(format!(
+            "the database has schema version {found}, newer than this build's {VERSION}; \
+             run a newer tiny-harness or point [store] path at another file"
+        ));
+    }
+    connection
+        .execute_batch(&format!(
+            "BEGIN; {TABLES} PRAGMA user_version = {VERSION}; COMMIT;"
+        ))
+        .map_err(|error| error.to_string())
+}

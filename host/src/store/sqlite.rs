@@ -1,0 +1,796 @@
+//! The embedded store: one SQLite file in WAL mode.
+//!
+//! * Writes go to one writer thread that owns the only write connection. It
+//!   takes every job waiting in its queue, runs them in one transaction
+//!   (each in a savepoint, so a conflicting job fails alone) and commits once:
+//!   group commit. With `synchronous = NORMAL` a commit reaches the OS (the
+//!   WAL is written) but is not fsynced, so it survives the process dying
+//!   (SIGKILL, OOM kill, panic) but not the machine losing power; `FULL`
+//!   fsyncs every commit, and concurrent transitions share that fsync.
+//! * Reads run on `spawn_blocking` over a small pool of read-only
+//!   connections; WAL lets them read while the writer writes.
+//!
+//! Any SQLite error is classified once ([`classify`]): constraint violations
+//! are conflicts, everything else (disk full, read-only, locked, I/O) makes
+//! the store unavailable for that operation, and nothing of it is kept.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread;
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params, params_from_iter};
+use serde::Deserialize;
+use tokio::sync::oneshot;
+
+use super::schema;
+use super::{
+    ListPage, ListQuery, LogEntry, MessageLookup, StoreError, StoreFuture, StoredEvent,
+    StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+};
+
+/// How long a statement waits for a lock held by another process before the
+/// store reports itself unavailable. Long enough to ride out a checkpoint or
+/// a backup, short enough that a sender is told promptly.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most jobs one transaction takes.
+const MAX_BATCH: usize = 512;
+
+/// Idle read connections kept open.
+const MAX_IDLE_READERS: usize = 4;
+
+/// What a commit waits for (SQLite's `synchronous` pragma in WAL mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Committed writes survive the process dying; the last commits before a
+    /// power loss or kernel crash may be lost (the database stays consistent).
+    #[default]
+    Normal,
+    /// Every commit is fsynced: committed writes survive power loss too.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// The SQLite task store. Cheap to share; dropping the last reference stops
+/// the writer once its queue is empty.
+pub struct SqliteStore {
+    jobs: mpsc::Sender<Job>,
+    readers: Arc<Readers>,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path`.
+    pub fn open(path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
+        Self::open_with(path, synchronous, "")
+    }
+
+    /// A store whose writer connection runs `pragmas` after opening: tests
+    /// stage a full disk (`max_page_count`) or a read-only database
+    /// (`query_only`) with the same errors SQLite reports for the real thing.
+    #[cfg(test)]
+    pub(super) fn open_with_pragmas(path: &Path, pragmas: &str) -> Result<Self, StoreError> {
+        Self::open_with(path, Synchronous::Normal, pragmas)
+    }
+
+    fn open_with(path: &Path, synchronous: Synchronous, pragmas: &str) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|error| {
+                StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
+            })?;
+        }
+        let opening = |error: String| {
+            StoreError::Unavailable(format!(
+                "cannot open the task store {}: {error}",
+                path.display()
+            ))
+        };
+        let connection = open_writer(path, synchronous).map_err(|e| opening(e.to_string()))?;
+        schema::migrate(&connection).map_err(opening)?;
+        connection
+            .execute_batch(pragmas)
+            .map_err(|e| opening(e.to_string()))?;
+        let writer = Writer::new(connection).map_err(|e| opening(e.to_string()))?;
+        let (jobs, queue) = mpsc::channel();
+        thread::Builder::new()
+            .name("task-store-writer".into())
+            .spawn(move || writer.run(queue))
+            .map_err(|error| opening(error.to_string()))?;
+        Ok(SqliteStore {
+            jobs,
+            readers: Arc::new(Readers {
+                path: path.to_owned(),
+                idle: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Hand `action` to the writer; resolves once it is committed.
+    fn write(&self, action: Action) -> StoreFuture<'_, Outcome> {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.jobs.send(Job { action, reply });
+        Box::pin(async move {
+            sent.map_err(|_| writer_gone())?;
+            answer.await.map_err(|_| writer_gone())?
+        })
+    }
+
+    /// Run `read` on a pooled connection, off the async workers.
+    fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let readers = Arc::clone(&self.readers);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || readers.with(read))
+                .await
+                .map_err(|error| StoreError::Unavailable(format!("a read failed: {error}")))?
+        })
+    }
+}
+
+fn writer_gone() -> StoreError {
+    StoreError::Unavailable("the store's writer has stopped".into())
+}
+
+impl TaskStore for SqliteStore {
+    fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()> {
+        let done = self.write(Action::Commit(writes));
+        Box::pin(async move { done.await.map(|_| ()) })
+    }
+
+    fn load(&self, task_id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
+        self.read(move |connection| {
+            let read = connection.unchecked_transaction()?;
+            let task = load_task(&read, &task_id, history, true)?;
+            read.finish()?;
+            Ok(task)
+        })
+    }
+
+    fn head(&self, task_id: String) -> StoreFuture<'_, Option<String>> {
+        self.read(move |connection| {
+            connection
+                .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
+                .query_row([&task_id], |row| row.get(0))
+                .optional()
+        })
+    }
+
+    fn events_after(&self, task_id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT event_seq, event FROM task_log
+                 WHERE task_id = ?1 AND event_seq > ?2 ORDER BY event_seq",
+            )?;
+            let rows = statement.query_map(params![task_id, int(after)], |row| {
+                Ok(StoredEvent {
+                    seq: uint(row.get(0)?),
+                    document: row.get(1)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn log(&self, task_id: String) -> StoreFuture<'_, Vec<LogEntry>> {
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT position, at_ms, kind, change, event_seq, event FROM task_log
+                 WHERE task_id = ?1 ORDER BY position",
+            )?;
+            let rows = statement.query_map([&task_id], |row| {
+                let seq: Option<i64> = row.get(4)?;
+                let event: Option<String> = row.get(5)?;
+                Ok(LogEntry {
+                    position: uint(row.get(0)?),
+                    at_ms: row.get(1)?,
+                    kind: row.get(2)?,
+                    document: row.get(3)?,
+                    event: seq.zip(event).map(|(seq, document)| StoredEvent {
+                        seq: uint(seq),
+                        document,
+                    }),
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
+        self.read(move |connection| {
+            let read = connection.unchecked_transaction()?;
+            let page = list(&read, &query)?;
+            read.finish()?;
+            Ok(page)
+        })
+    }
+
+    fn find_message(&self, lookup: MessageLookup) -> StoreFuture<'_, Option<String>> {
+        self.read(move |connection| match lookup {
+            MessageLookup::InTask {
+                task_id,
+                message_id,
+            } => connection
+                .prepare_cached(
+                    "SELECT task_id FROM messages WHERE task_id = ?1 AND message_id = ?2",
+                )?
+                .query_row([&task_id, &message_id], |row| row.get(0))
+                .optional(),
+            MessageLookup::Started {
+                created_by,
+                message_id,
+            } => connection
+                .prepare_cached(
+                    "SELECT m.task_id FROM messages m JOIN tasks t ON t.id = m.task_id
+                     WHERE m.message_id = ?1 AND m.position = 0 AND t.created_by = ?2 LIMIT 1",
+                )?
+                .query_row([&message_id, &created_by], |row| row.get(0))
+                .optional(),
+        })
+    }
+
+    fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
+        self.read(|connection| {
+            // Tasks with a turn running or due, then open parents written
+            // before one of their finished sub-tasks: they may not have
+            // recorded its result.
+            let mut statement = connection.prepare_cached(
+                "SELECT id FROM tasks WHERE active = 1
+                 UNION
+                 SELECT p.id FROM tasks c JOIN tasks p ON p.id = c.parent_id
+                 WHERE c.terminal = 1 AND p.terminal = 0 AND c.write_rev > p.write_rev",
+            )?;
+            let rows = statement.query_map([], |row| row.get(0))?;
+            rows.collect()
+        })
+    }
+
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+        let done = self.write(Action::Purge { before_ms });
+        Box::pin(async move {
+            match done.await? {
+                Outcome::Count(count) => Ok(count),
+                _ => Ok(0),
+            }
+        })
+    }
+
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, ()> {
+        let done = self.write(Action::PutPushConfig(config));
+        Box::pin(async move { done.await.map(|_| ()) })
+    }
+
+    fn delete_push_config(&self, task_id: String, config_id: String) -> StoreFuture<'_, bool> {
+        let done = self.write(Action::DeletePushConfig { task_id, config_id });
+        Box::pin(async move { Ok(matches!(done.await?, Outcome::Count(n) if n > 0)) })
+    }
+
+    fn push_configs(&self) -> StoreFuture<'_, Vec<StoredPushConfig>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached("SELECT task_id, config_id, document FROM push_configs")?;
+            let rows = statement.query_map([], |row| {
+                Ok(StoredPushConfig {
+                    task_id: row.get(0)?,
+                    config_id: row.get(1)?,
+                    document: row.get(2)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+}
+
+// --- Connections -----------------------------------------------------------------------------
+
+fn open_writer(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags)?;
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(%mode, path = %path.display(), "the task store could not switch to WAL mode");
+    }
+    connection.execute_batch(&format!("PRAGMA synchronous = {};", synchronous.pragma()))?;
+    Ok(connection)
+}
+
+/// Read connections, opened on demand and kept for reuse.
+struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl Readers {
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let pooled = self.pool().pop();
+        let connection = match pooled {
+            Some(connection) => connection,
+            None => self.open().map_err(classify)?,
+        };
+        let result = read(&connection).map_err(classify);
+        let mut idle = self.pool();
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(connection);
+        }
+        result
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(&self.path, flags)?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
+        // These connections only read; say so, so a bug cannot make them write.
+        connection.execute_batch("PRAGMA query_only = ON;")?;
+        Ok(connection)
+    }
+
+    // A panic while reading cannot leave a connection half-used: the pool
+    // only holds connections nobody is using.
+    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+// --- The writer ------------------------------------------------------------------------------
+
+/// One unit of work for the writer.
+struct Job {
+    action: Action,
+    reply: oneshot::Sender<Result<Outcome, StoreError>>,
+}
+
+enum Action {
+    Commit(Vec<TaskWrite>),
+    Purge { before_ms: i64 },
+    PutPushConfig(StoredPushConfig),
+    DeletePushConfig { task_id: String, config_id: String },
+}
+
+enum Outcome {
+    Done,
+    Count(u64),
+}
+
+struct Writer {
+    connection: Connection,
+    /// The last write revision handed out (see `schema`).
+    revision: u64,
+}
+
+impl Writer {
+    fn new(connection: Connection) -> rusqlite::Result<Self> {
+        let revision: i64 =
+            connection.query_row("SELECT COALESCE(MAX(write_rev), 0) FROM tasks", [], |row| {
+                row.get(0)
+            })?;
+        Ok(Writer {
+            connection,
+            revision: uint(revision),
+        })
+    }
+
+    /// Take jobs until every sender is gone, as many per transaction as are
+    /// waiting: while one transaction commits, the next batch queues up.
+    fn run(mut self, queue: mpsc::Receiver<Job>) {
+        while let Ok(first) = queue.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+            self.run_batch(batch);
+        }
+    }
+
+    fn run_batch(&mut self, batch: Vec<Job>) {
+        let revision = self.revision;
+        if let Err(error) = self.connection.execute_batch("BEGIN IMMEDIATE") {
+            return fail_all(batch, &classify(error));
+        }
+        let mut finished = Vec::with_capacity(batch.len());
+        let mut jobs = batch.into_iter();
+        while let Some(job) = jobs.next() {
+            match self.run_job(&job.action) {
+                Ok(outcome) => finished.push((job.reply, Ok(outcome))),
+                // A conflict fails its own job; its savepoint is undone.
+                Err(error @ StoreError::Conflict(_)) => finished.push((job.reply, Err(error))),
+                Err(error) => {
+                    self.abandon(revision);
+                    let _ = job.reply.send(Err(error.clone()));
+                    let rest = finished.into_iter().map(|(reply, _)| reply);
+                    for reply in rest.chain(jobs.map(|job| job.reply)) {
+                        let _ = reply.send(Err(error.clone()));
+                    }
+                    return;
+                }
+            }
+        }
+        if let Err(error) = self.connection.execute_batch("COMMIT") {
+            self.abandon(revision);
+            let error = classify(error);
+            for (reply, _) in finished {
+                let _ = reply.send(Err(error.clone()));
+            }
+            return;
+        }
+        for (reply, result) in finished {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Roll the transaction back (SQLite may already have) and forget the
+    /// revisions it used.
+    fn abandon(&mut self, revision: u64) {
+        if !self.connection.is_autocommit() {
+            let _ = self.connection.execute_batch("ROLLBACK");
+        }
+        self.revision = revision;
+    }
+
+    /// One job in its own savepoint.
+    fn run_job(&mut self, action: &Action) -> Result<Outcome, StoreError> {
+        self.connection
+            .execute_batch("SAVEPOINT job")
+            .map_err(classify)?;
+        let revision = self.revision;
+        match self.apply(action).map_err(classify) {
+            Ok(outcome) => {
+                self.connection
+                    .execute_batch("RELEASE job")
+                    .map_err(classify)?;
+                Ok(outcome)
+            }
+            Err(error) => {
+                self.revision = revision;
+                // Some errors (a full disk) make SQLite roll the whole
+                // transaction back itself; then the savepoint is gone too.
+                let undone = !self.connection.is_autocommit()
+                    && self
+                        .connection
+                        .execute_batch("ROLLBACK TO job; RELEASE job")
+                        .is_ok();
+                match error {
+                    StoreError::Conflict(_) if !undone => Err(StoreError::Unavailable(format!(
+                        "a conflicting write could not be undone alone: {error}"
+                    ))),
+                    error => Err(error),
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, action: &Action) -> rusqlite::Result<Outcome> {
+        match action {
+            Action::Commit(writes) => {
+                for write in writes {
+                    self.revision += 1;
+                    write_task(&self.connection, write, self.revision)?;
+                }
+                Ok(Outcome::Done)
+            }
+            Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Count),
+            Action::PutPushConfig(config) => {
+                self.connection
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO push_configs (task_id, config_id, document)
+                         VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![config.task_id, config.config_id, config.document])?;
+                Ok(Outcome::Done)
+            }
+            Action::DeletePushConfig { task_id, config_id } => {
+                let deleted = self
+                    .connection
+                    .prepare_cached(
+                        "DELETE FROM push_configs WHERE task_id = ?1 AND config_id = ?2",
+                    )?
+                    .execute([task_id, config_id])?;
+                Ok(Outcome::Count(deleted as u64))
+            }
+        }
+    }
+}
+
+fn fail_all(batch: Vec<Job>, error: &StoreError) {
+    for job in batch {
+        let _ = job.reply.send(Err(error.clone()));
+    }
+}
+
+/// Store one task's write at write revision `revision`.
+fn write_task(connection: &Connection, write: &TaskWrite, revision: u64) -> rusqlite::Result<()> {
+    let head = &write.head;
+    let revision = int(revision);
+    match &write.created {
+        Some(created) => {
+            connection
+                .prepare_cached(
+                    "INSERT INTO tasks (id, context_id, parent_id, created_by, state, terminal,
+                         active, status_at_ms, status_rev, write_rev, head)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                )?
+                .execute(params![
+                    write.task_id,
+                    head.context_id,
+                    created.parent_id,
+                    created.created_by,
+                    head.state,
+                    head.terminal,
+                    head.active,
+                    head.status_at_ms,
+                    revision,
+                    head.document,
+                ])?;
+        }
+        None => {
+            let updated = connection
+                .prepare_cached(
+                    "UPDATE tasks SET state = ?2, terminal = ?3, active = ?4, status_at_ms = ?5,
+                         status_rev = CASE WHEN ?6 THEN ?7 ELSE status_rev END,
+                         write_rev = ?7, head = ?8
+                     WHERE id = ?1",
+                )?
+                .execute(params![
+                    write.task_id,
+                    head.state,
+                    head.terminal,
+                    head.active,
+                    head.status_at_ms,
+                    head.status_changed,
+                    revision,
+                    head.document,
+                ])?;
+            if updated == 0 {
+                return Err(missing_task(&write.task_id));
+            }
+        }
+    }
+    append_rows(connection, write)
+}
+
+/// The log entries, messages, artifacts and participants of a write.
+fn append_rows(connection: &Connection, write: &TaskWrite) -> rusqlite::Result<()> {
+    let id = &write.task_id;
+    let mut log = connection.prepare_cached(
+        "INSERT INTO task_log (task_id, position, at_ms, kind, change, event_seq, event)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for entry in &write.entries {
+        let event = entry.event.as_ref();
+        log.execute(params![
+            id,
+            int(entry.position),
+            entry.at_ms,
+            entry.kind,
+            entry.document,
+            event.map(|e| int(e.seq)),
+            event.map(|e| &e.document),
+        ])?;
+    }
+    let mut messages = connection.prepare_cached(
+        "INSERT INTO messages (task_id, position, message_id, document) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for message in &write.messages {
+        messages.execute(params![
+            id,
+            int(message.position),
+            message.message_id,
+            message.document
+        ])?;
+    }
+    let mut artifacts = connection.prepare_cached(
+        "INSERT INTO artifacts (task_id, position, document) VALUES (?1, ?2, ?3)",
+    )?;
+    for artifact in &write.artifacts {
+        artifacts.execute(params![id, int(artifact.position), artifact.document])?;
+    }
+    if let Some(participants) = &write.participants {
+        connection
+            .prepare_cached("DELETE FROM participants WHERE task_id = ?1")?
+            .execute([id])?;
+        let mut insert = connection.prepare_cached(
+            "INSERT OR IGNORE INTO participants (task_id, participant_id) VALUES (?1, ?2)",
+        )?;
+        for participant in participants {
+            insert.execute([id, participant])?;
+        }
+    }
+    Ok(())
+}
+
+/// An update of a task that was never created is a bug in the caller;
+/// reported as a constraint violation so it fails alone, as a conflict.
+fn missing_task(id: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+        Some(format!("task {id} does not exist")),
+    )
+}
+
+fn purge(connection: &Connection, before_ms: i64) -> rusqlite::Result<u64> {
+    const ENDED: &str = "SELECT id FROM tasks WHERE terminal = 1 AND status_at_ms < ?1";
+    for table in [
+        "task_log",
+        "messages",
+        "artifacts",
+        "participants",
+        "push_configs",
+    ] {
+        connection.execute(
+            &format!("DELETE FROM {table} WHERE task_id IN ({ENDED})"),
+            [before_ms],
+        )?;
+    }
+    let purged = connection.execute(
+        "DELETE FROM tasks WHERE terminal = 1 AND status_at_ms < ?1",
+        [before_ms],
+    )?;
+    Ok(purged as u64)
+}
+
+// --- Reads -----------------------------------------------------------------------------------
+
+fn load_task(
+    connection: &Connection,
+    id: &str,
+    history: Option<usize>,
+    artifacts: bool,
+) -> rusqlite::Result<Option<StoredTask>> {
+    let head: Option<(String, i64)> = connection
+        .prepare_cached("SELECT head, status_rev FROM tasks WHERE id = ?1")?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let Some((head, revision)) = head else {
+        return Ok(None);
+    };
+    Ok(Some(StoredTask {
+        head,
+        history: load_history(connection, id, history)?,
+        artifacts: if artifacts {
+            load_artifacts(connection, id)?
+        } else {
+            Vec::new()
+        },
+        revision: uint(revision),
+    }))
+}
+
+fn load_history(
+    connection: &Connection,
+    id: &str,
+    limit: Option<usize>,
+) -> rusqlite::Result<Vec<String>> {
+    // The newest `limit` messages, returned oldest first; -1 is no limit.
+    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let mut statement = connection.prepare_cached(
+        "SELECT document FROM (
+             SELECT position, document FROM messages WHERE task_id = ?1
+             ORDER BY position DESC LIMIT ?2
+         ) ORDER BY position",
+    )?;
+    let rows = statement.query_map(params![id, limit], |row| row.get(0))?;
+    rows.collect()
+}
+
+fn load_artifacts(connection: &Connection, id: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement = connection
+        .prepare_cached("SELECT document FROM artifacts WHERE task_id = ?1 ORDER BY position")?;
+    let rows = statement.query_map([id], |row| row.get(0))?;
+    rows.collect()
+}
+
+fn list(connection: &Connection, query: &ListQuery) -> rusqlite::Result<ListPage> {
+    let mut from = String::from("FROM tasks t");
+    let mut filters = Vec::new();
+    let mut values: Vec<SqlValue> = Vec::new();
+    if let Some(participant) = &query.participant {
+        from.push_str(" JOIN participants p ON p.task_id = t.id AND p.participant_id = ?");
+        values.push(participant.clone().into());
+    }
+    if let Some(context_id) = &query.context_id {
+        filters.push("t.context_id = ?");
+        values.push(context_id.clone().into());
+    }
+    if let Some(state) = &query.state {
+        filters.push("t.state = ?");
+        values.push(state.clone().into());
+    }
+    if let Some(after) = query.status_after_ms {
+        filters.push("t.status_at_ms >= ?");
+        values.push(after.into());
+    }
+    let filter = |extra: Option<&str>| {
+        let all: Vec<&str> = filters.iter().copied().chain(extra).collect();
+        if all.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", all.join(" AND "))
+        }
+    };
+    let total: i64 = connection.query_row(
+        &format!("SELECT COUNT(*) {from}{}", filter(None)),
+        params_from_iter(values.iter()),
+        |row| row.get(0),
+    )?;
+    let cursor = query.before_revision.map(|_| "t.status_rev < ?");
+    if let Some(before) = query.before_revision {
+        values.push(int(before).into());
+    }
+    // One more than the page, to know whether another page follows.
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+    values.push(limit.into());
+    let sql = format!(
+        "SELECT t.id {from}{} ORDER BY t.status_rev DESC LIMIT ?",
+        filter(cursor)
+    );
+    let ids: Vec<String> = connection
+        .prepare(&sql)?
+        .query_map(params_from_iter(values.iter()), |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let more = ids.len() > query.limit;
+    let mut tasks = Vec::with_capacity(query.limit.min(ids.len()));
+    for id in ids.iter().take(query.limit) {
+        if let Some(task) = load_task(connection, id, query.history, query.artifacts)? {
+            tasks.push(task);
+        }
+    }
+    Ok(ListPage {
+        tasks,
+        total: uint(total),
+        more,
+    })
+}
+
+// --- Values ----------------------------------------------------------------------------------
+
+/// SQLite integers are signed; counters never get near the limit.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uint(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// What a SQLite error means for the caller.
+fn classify(error: rusqlite::Error) -> StoreError {
+    let rusqlite::Error::SqliteFailure(failure, message) = &error else {
+        // Type conversions and the like: stored data this build cannot read.
+        return StoreError::Corrupt(error.to_string());
+    };
+    let detail = message.clone().unwrap_or_else(|| failure.to_string());
+    match failure.code {
+        ErrorCode::ConstraintViolation => StoreError::Conflict(detail),
+        ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => StoreError::Corrupt(detail),
+        ErrorCode::DiskFull => StoreError::Unavailable(format!("the disk is full ({detail})")),
+        ErrorCode::ReadOnly => {
+            StoreError::Unavailable(format!("the database is read-only ({detail})"))
+        }
+        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Unavailable(format!(
+            "the database is locked by another process ({detail})"
+        )),
+        ErrorCode::SystemIoFailure => {
+            StoreError::Unavailable(format!("an I/O error occurred ({detail})"))
+        }
+        _ => StoreError::Unavailable(detail),
+    }
+}

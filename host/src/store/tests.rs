@@ -1,0 +1,507 @@
+//! The store contract, checked against both backends.
+
+use std::sync::Arc;
+
+use super::*;
+
+fn head(state: &str, terminal: bool, at_ms: i64) -> Head {
+    Head {
+        context_id: "ctx".into(),
+        state: state.into(),
+        terminal,
+        active: state == "working",
+        status_at_ms: at_ms,
+        status_changed: true,
+        document: format!("{{\"state\":\"{state}\"}}"),
+    }
+}
+
+fn message(position: u64, id: &str) -> StoredMessage {
+    StoredMessage {
+        position,
+        message_id: id.into(),
+        document: format!("{{\"messageId\":\"{id}\"}}"),
+    }
+}
+
+fn entry(position: u64, seq: Option<u64>) -> LogEntry {
+    LogEntry {
+        position,
+        at_ms: 1,
+        kind: "status".into(),
+        document: "{}".into(),
+        event: seq.map(|seq| StoredEvent {
+            seq,
+            document: format!("{{\"seq\":{seq}}}"),
+        }),
+    }
+}
+
+/// Task `id` created by `who`, with its first message `first`.
+fn create(id: &str, who: &str, first: &str) -> TaskWrite {
+    TaskWrite {
+        task_id: id.into(),
+        created: Some(Created {
+            created_by: Some(who.into()),
+            parent_id: None,
+        }),
+        head: head("working", false, 10),
+        entries: vec![entry(0, None), entry(1, Some(1))],
+        messages: vec![message(0, first)],
+        artifacts: Vec::new(),
+        participants: Some(vec![who.into()]),
+    }
+}
+
+/// An update of `id` to `state`.
+fn update(id: &str, state: &str, at_ms: i64) -> TaskWrite {
+    TaskWrite {
+        task_id: id.into(),
+        created: None,
+        head: head(state, matches!(state, "completed" | "canceled"), at_ms),
+        entries: Vec::new(),
+        messages: Vec::new(),
+        artifacts: Vec::new(),
+        participants: None,
+    }
+}
+
+fn backends() -> Vec<(&'static str, Arc<dyn TaskStore>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+    vec![
+        ("memory", Arc::new(MemoryStore::new()), None),
+        ("sqlite", Arc::new(sqlite), Some(dir)),
+    ]
+}
+
+#[tokio::test]
+async fn a_commit_reads_back_with_history_limits_and_events() {
+    for (name, store, _dir) in backends() {
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect(name);
+        let mut more = update("t1", "input-required", 20);
+        more.messages = vec![message(1, "r1"), message(2, "m2")];
+        more.entries = vec![entry(2, None), entry(3, Some(2))];
+        more.artifacts = vec![StoredArtifact {
+            position: 0,
+            document: "{\"artifactId\":\"a\"}".into(),
+        }];
+        store.commit(vec![more]).await.expect(name);
+
+        let task = store
+            .load("t1".into(), None)
+            .await
+            .expect(name)
+            .expect(name);
+        assert_eq!(task.head, "{\"state\":\"input-required\"}", "{name}");
+        assert_eq!(task.history.len(), 3, "{name}");
+        assert_eq!(task.artifacts.len(), 1, "{name}");
+        let last_two = store
+            .load("t1".into(), Some(2))
+            .await
+            .expect(name)
+            .expect(name);
+        assert_eq!(
+            last_two.history,
+            ["{\"messageId\":\"r1\"}", "{\"messageId\":\"m2\"}"],
+            "{name}"
+        );
+        assert!(store.load("nope".into(), None).await.expect(name).is_none());
+
+        let events = store.events_after("t1".into(), 1).await.expect(name);
+        assert_eq!(
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [2],
+            "{name}"
+        );
+        assert_eq!(store.log("t1".into()).await.expect(name).len(), 4, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_message_id_refuses_the_whole_commit() {
+    for (name, store, _dir) in backends() {
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect(name);
+        let mut again = update("t1", "completed", 30);
+        again.messages = vec![message(1, "m1")];
+        let other = create("t2", "bob", "x");
+        let refused = store.commit(vec![other, again]).await;
+        assert!(
+            matches!(refused, Err(StoreError::Conflict(_))),
+            "{name}: {refused:?}"
+        );
+        // Neither write of the refused commit is there.
+        assert!(
+            store.head("t2".into()).await.expect(name).is_none(),
+            "{name}"
+        );
+        let task = store
+            .load("t1".into(), None)
+            .await
+            .expect(name)
+            .expect(name);
+        assert_eq!(task.history.len(), 1, "{name}");
+        assert!(task.head.contains("working"), "{name}");
+        // Creating a task twice is a conflict too.
+        let twice = store.commit(vec![create("t1", "alice", "m9")]).await;
+        assert!(matches!(twice, Err(StoreError::Conflict(_))), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn listing_orders_by_status_change_filters_and_pages() {
+    for (name, store, _dir) in backends() {
+        for (id, who) in [("a", "alice"), ("b", "alice"), ("c", "bob")] {
+            store
+                .commit(vec![create(id, who, &format!("{id}-1"))])
+                .await
+                .expect(name);
+        }
+        // `a` changes status last; a write without a status change does not
+        // move `b`.
+        store
+            .commit(vec![update("a", "input-required", 50)])
+            .await
+            .expect(name);
+        let mut quiet = update("b", "working", 10);
+        quiet.head.status_changed = false;
+        store.commit(vec![quiet]).await.expect(name);
+
+        let all = |limit| ListQuery {
+            limit,
+            ..ListQuery::default()
+        };
+        let page = store.list(all(10)).await.expect(name);
+        let ids: Vec<&str> = page.tasks.iter().map(|t| t.head.as_str()).collect();
+        assert_eq!(page.total, 3, "{name}");
+        assert_eq!(ids.len(), 3, "{name}");
+        assert!(ids[0].contains("input-required"), "{name}: {ids:?}");
+        assert!(!page.more, "{name}");
+
+        let alice = ListQuery {
+            participant: Some("alice".into()),
+            limit: 1,
+            ..ListQuery::default()
+        };
+        let first = store.list(alice.clone()).await.expect(name);
+        assert_eq!(
+            (first.tasks.len(), first.total, first.more),
+            (1, 2, true),
+            "{name}"
+        );
+        let second = store
+            .list(ListQuery {
+                before_revision: Some(first.tasks[0].revision),
+                ..alice
+            })
+            .await
+            .expect(name);
+        assert_eq!((second.tasks.len(), second.more), (1, false), "{name}");
+        assert!(second.tasks[0].revision < first.tasks[0].revision, "{name}");
+
+        let by_state = ListQuery {
+            state: Some("input-required".into()),
+            limit: 10,
+            ..ListQuery::default()
+        };
+        assert_eq!(store.list(by_state).await.expect(name).total, 1, "{name}");
+        let recent = ListQuery {
+            status_after_ms: Some(40),
+            limit: 10,
+            ..ListQuery::default()
+        };
+        assert_eq!(store.list(recent).await.expect(name).total, 1, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn messages_are_found_in_their_task_or_as_a_first_message() {
+    for (name, store, _dir) in backends() {
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect(name);
+        let found = |lookup| store.find_message(lookup);
+        let in_task = |task: &str, id: &str| MessageLookup::InTask {
+            task_id: task.into(),
+            message_id: id.into(),
+        };
+        assert_eq!(
+            found(in_task("t1", "m1")).await.expect(name).as_deref(),
+            Some("t1")
+        );
+        assert_eq!(found(in_task("t1", "m2")).await.expect(name), None);
+        let started = |who: &str| MessageLookup::Started {
+            created_by: who.into(),
+            message_id: "m1".into(),
+        };
+        assert_eq!(
+            found(started("alice")).await.expect(name).as_deref(),
+            Some("t1")
+        );
+        assert_eq!(found(started("bob")).await.expect(name), None, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn recovery_finds_running_tasks_and_parents_behind_their_sub_tasks() {
+    for (name, store, _dir) in backends() {
+        store
+            .commit(vec![create("parent", "alice", "p1")])
+            .await
+            .expect(name);
+        store
+            .commit(vec![update("parent", "input-required", 20)])
+            .await
+            .expect(name);
+        let mut child = create("child", "alice", "c1");
+        child.created = Some(Created {
+            created_by: None,
+            parent_id: Some("parent".into()),
+        });
+        store.commit(vec![child]).await.expect(name);
+        store
+            .commit(vec![create("busy", "bob", "b1")])
+            .await
+            .expect(name);
+        let mut found = store.recovery_candidates().await.expect(name);
+        found.sort();
+        assert_eq!(found, ["busy", "child"], "{name}");
+
+        // The child finished after the parent's last write: the parent may
+        // have missed it.
+        store
+            .commit(vec![update("child", "completed", 30)])
+            .await
+            .expect(name);
+        let mut found = store.recovery_candidates().await.expect(name);
+        found.sort();
+        assert_eq!(found, ["busy", "parent"], "{name}");
+        store
+            .commit(vec![update("parent", "input-required", 40)])
+            .await
+            .expect(name);
+        assert_eq!(
+            store.recovery_candidates().await.expect(name),
+            ["busy"],
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn retention_purges_old_terminal_tasks_only() {
+    for (name, store, _dir) in backends() {
+        for id in ["old", "new", "open"] {
+            store
+                .commit(vec![create(id, "alice", "m")])
+                .await
+                .expect(name);
+        }
+        store
+            .commit(vec![update("old", "completed", 100)])
+            .await
+            .expect(name);
+        store
+            .commit(vec![update("new", "canceled", 300)])
+            .await
+            .expect(name);
+        store
+            .commit(vec![update("open", "input-required", 50)])
+            .await
+            .expect(name);
+        let config = StoredPushConfig {
+            task_id: "old".into(),
+            config_id: "c".into(),
+            document: "{}".into(),
+        };
+        store.put_push_config(config).await.expect(name);
+        assert_eq!(store.purge_terminal(200).await.expect(name), 1, "{name}");
+        assert!(
+            store.head("old".into()).await.expect(name).is_none(),
+            "{name}"
+        );
+        assert!(
+            store.head("new".into()).await.expect(name).is_some(),
+            "{name}"
+        );
+        assert!(
+            store.head("open".into()).await.expect(name).is_some(),
+            "{name}"
+        );
+        assert!(store.push_configs().await.expect(name).is_empty(), "{name}");
+        assert!(
+            store.log("old".into()).await.expect(name).is_empty(),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn push_configs_are_stored_replaced_and_deleted() {
+    for (name, store, _dir) in backends() {
+        let config = |document: &str| StoredPushConfig {
+            task_id: "t".into(),
+            config_id: "c".into(),
+            document: document.into(),
+        };
+        store
+            .put_push_config(config("{\"v\":1}"))
+            .await
+            .expect(name);
+        store
+            .put_push_config(config("{\"v\":2}"))
+            .await
+            .expect(name);
+        assert_eq!(
+            store.push_configs().await.expect(name),
+            [config("{\"v\":2}")]
+        );
+        let delete = || store.delete_push_config("t".into(), "c".into());
+        assert!(delete().await.expect(name), "{name}");
+        assert!(
+            !delete().await.expect(name),
+            "{name}: deleting twice is fine"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sqlite_keeps_everything_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nested").join("t.db");
+    {
+        let store = SqliteStore::open(&path, Synchronous::Full).expect("opens");
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("commit");
+    }
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("reopens");
+    assert!(store.head("t1".into()).await.expect("read").is_some());
+    // Revisions continue after the stored ones.
+    store
+        .commit(vec![create("t2", "alice", "m1")])
+        .await
+        .expect("commit");
+    let page = store
+        .list(ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("list");
+    assert!(page.tasks[0].revision > page.tasks[1].revision);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_commits_share_transactions_and_all_land() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open(&dir.path().join("t.db"), Synchronous::Full).expect("opens"));
+    let mut writers = tokio::task::JoinSet::new();
+    for n in 0..200 {
+        let store = Arc::clone(&store);
+        writers.spawn(async move {
+            let id = format!("t{n}");
+            store.commit(vec![create(&id, "alice", "m")]).await
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.expect("joined").expect("committed");
+    }
+    let page = store
+        .list(ListQuery {
+            limit: 1,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 200);
+}
+
+#[tokio::test]
+async fn a_locked_database_refuses_writes_as_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+    store
+        .commit(vec![create("t1", "alice", "m1")])
+        .await
+        .expect("commit");
+    // Another process (here: another connection) holds the write lock.
+    let other = rusqlite::Connection::open(&path).expect("opens");
+    other.execute_batch("BEGIN EXCLUSIVE").expect("locks");
+    let refused = store.commit(vec![update("t1", "completed", 5)]).await;
+    let Err(StoreError::Unavailable(reason)) = &refused else {
+        panic!("expected unavailable, got {refused:?}");
+    };
+    assert!(reason.contains("locked"), "{reason}");
+    other.execute_batch("ROLLBACK").expect("unlocks");
+    // Nothing of the refused write is there, and the store works again.
+    let task = store
+        .load("t1".into(), None)
+        .await
+        .expect("read")
+        .expect("task");
+    assert!(task.head.contains("working"));
+    store
+        .commit(vec![update("t1", "completed", 6)])
+        .await
+        .expect("commit");
+}
+
+#[tokio::test]
+async fn a_full_database_refuses_writes_as_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+    store
+        .commit(vec![create("t1", "alice", "m1")])
+        .await
+        .expect("commit");
+    // The same error SQLite reports for a full disk: cap the file's size.
+    let other = rusqlite::Connection::open(&path).expect("opens");
+    let pages: i64 = other
+        .query_row("PRAGMA page_count", [], |row| row.get(0))
+        .expect("page count");
+    drop(other);
+    let mut big = update("t1", "working", 7);
+    big.messages = vec![StoredMessage {
+        position: 1,
+        message_id: "big".into(),
+        document: "x".repeat(1 << 20),
+    }];
+    let capped =
+        SqliteStore::open_with_pragmas(&path, &format!("PRAGMA max_page_count = {};", pages + 2))
+            .expect("opens");
+    let refused = capped.commit(vec![big]).await;
+    let Err(StoreError::Unavailable(reason)) = &refused else {
+        panic!("expected unavailable, got {refused:?}");
+    };
+    assert!(reason.contains("full"), "{reason}");
+    capped
+        .commit(vec![update("t1", "completed", 8)])
+        .await
+        .expect("small writes fit");
+}
+
+#[tokio::test]
+async fn a_read_only_database_refuses_writes_as_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    SqliteStore::open(&path, Synchronous::Normal).expect("creates");
+    let store = SqliteStore::open_with_pragmas(&path, "PRAGMA query_only = ON;").expect("opens");
+    let refused = store.commit(vec![create("t1", "alice", "m1")]).await;
+    let Err(StoreError::Unavailable(reason)) = &refused else {
+        panic!("expected unavailable, got {refused:?}");
+    };
+    assert!(reason.contains("read-only"), "{reason}");
+    assert!(store.head("t1".into()).await.expect("reads").is_none());
+}

@@ -1,0 +1,194 @@
+//! The running task actors, and how to reach a task whether its actor runs
+//! or not.
+//!
+//! Most tasks have no actor: a parked conversation's actor stops after an
+//! idle period, and tasks stored before a restart have none until someone
+//! touches them. Reaching a task ([`deliver`], [`subscribe`]) starts its
+//! actor from the store when it is not running.
+//!
+//! Sending and subscribing happen under the directory's lock, and an actor
+//! retires under the same lock only if its inbox is empty and nobody is
+//! subscribed ([`Directory::retire`]). So a message is never handed to an
+//! actor that is going away, and a subscriber is never left on a dead one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::access;
+use super::actor::{self, Command, Env, Reply, Start};
+use super::events::Sequenced;
+use super::journal::store_error;
+use super::state::TaskRecord;
+use crate::a2a::error::A2aError;
+
+/// The running actors by task id.
+#[derive(Default)]
+pub(crate) struct Directory {
+    running: Mutex<HashMap<String, Running>>,
+    /// Held while a task is read from the store and its actor started, so a
+    /// task is never started twice.
+    loading: tokio::sync::Mutex<()>,
+    generations: AtomicU64,
+}
+
+/// One running actor's channels.
+struct Running {
+    inbox: mpsc::UnboundedSender<Command>,
+    events: broadcast::Sender<Sequenced>,
+    /// Tells this actor apart from an earlier or later one of the same task.
+    generation: u64,
+}
+
+impl Directory {
+    /// Record a newly started actor; returns its generation.
+    pub(crate) fn register(
+        &self,
+        id: &str,
+        inbox: mpsc::UnboundedSender<Command>,
+        events: broadcast::Sender<Sequenced>,
+    ) -> u64 {
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        let running = Running {
+            inbox,
+            events,
+            generation,
+        };
+        self.lock().insert(id.to_owned(), running);
+        generation
+    }
+
+    /// Hand `command` to task `id`'s actor; gives it back if none runs.
+    pub(crate) fn send(&self, id: &str, command: Command) -> Result<(), Box<Command>> {
+        match self.lock().get(id) {
+            Some(running) => running
+                .inbox
+                .send(command)
+                .map_err(|failed| Box::new(failed.0)),
+            None => Err(Box::new(command)),
+        }
+    }
+
+    /// Subscribe to task `id`'s events, if its actor runs.
+    pub(crate) fn subscribe(&self, id: &str) -> Option<broadcast::Receiver<Sequenced>> {
+        self.lock()
+            .get(id)
+            .map(|running| running.events.subscribe())
+    }
+
+    /// Let actor `generation` of task `id` stop if nothing is waiting for it:
+    /// an empty inbox and no subscribers. `true` if it was removed.
+    pub(crate) fn retire(
+        &self,
+        id: &str,
+        generation: u64,
+        inbox: &mpsc::UnboundedReceiver<Command>,
+    ) -> bool {
+        let mut running = self.lock();
+        let idle = running.get(id).is_some_and(|entry| {
+            entry.generation == generation && inbox.is_empty() && entry.events.receiver_count() == 0
+        });
+        if idle {
+            running.remove(id);
+        }
+        idle
+    }
+
+    /// Forget actor `generation` of task `id` whatever it holds (it failed).
+    pub(crate) fn remove(&self, id: &str, generation: u64) {
+        let mut running = self.lock();
+        if running
+            .get(id)
+            .is_some_and(|entry| entry.generation == generation)
+        {
+            running.remove(id);
+        }
+    }
+
+    /// How many actors run now.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    // The lock guards plain map operations, which cannot panic halfway.
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How often reaching a task retries when its actor stops in between (it
+/// retired, or failed a write).
+const ATTEMPTS: usize = 3;
+
+/// Start task `id`'s actor from the store unless it runs.
+pub(crate) async fn ensure(
+    env: &Arc<Env>,
+    directory: &Arc<Directory>,
+    id: &str,
+) -> Result<(), A2aError> {
+    if directory.contains(id) {
+        return Ok(());
+    }
+    let _loading = directory.loading.lock().await;
+    if directory.contains(id) {
+        return Ok(());
+    }
+    let stored = env
+        .store
+        .load(id.to_owned(), None)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| access::not_found(id))?;
+    let record = TaskRecord::from_stored(&stored).map_err(A2aError::Internal)?;
+    actor::spawn(Arc::clone(env), directory, record, Start::Recovered)
+}
+
+/// Hand `command` to task `id`, starting its actor if needed.
+pub(crate) async fn deliver(
+    env: &Arc<Env>,
+    directory: &Arc<Directory>,
+    id: &str,
+    mut command: Command,
+) -> Result<(), A2aError> {
+    for _ in 0..ATTEMPTS {
+        match directory.send(id, command) {
+            Ok(()) => return Ok(()),
+            Err(returned) => command = *returned,
+        }
+        ensure(env, directory, id).await?;
+    }
+    Err(actor::stopped())
+}
+
+/// Ask task `id` something and wait for the answer.
+pub(crate) async fn ask<T>(
+    env: &Arc<Env>,
+    directory: &Arc<Directory>,
+    id: &str,
+    command: impl FnOnce(Reply<T>) -> Command,
+) -> Result<T, A2aError> {
+    let (reply, answer) = oneshot::channel();
+    deliver(env, directory, id, command(reply)).await?;
+    answer.await.map_err(|_| actor::stopped())?
+}
+
+/// Subscribe to task `id`'s events from now on, starting its actor if needed.
+pub(crate) async fn subscribe(
+    env: &Arc<Env>,
+    directory: &Arc<Directory>,
+    id: &str,
+) -> Result<broadcast::Receiver<Sequenced>, A2aError> {
+    for _ in 0..ATTEMPTS {
+        if let Some(events) = directory.subscribe(id) {
+            return Ok(events);
+        }
+        ensure(env, directory, id).await?;
+    }
+    Err(actor::stopped())
+}
