@@ -22,8 +22,9 @@ use super::AppState;
 use super::respond::RestError;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
-    self, CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
-    SubscribeToTaskRequest,
+    self, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
 };
 
 /// The media type of HTTP+JSON bodies (spec 14.1).
@@ -112,6 +113,10 @@ validated_by_inherent_method!(
     ListTasksRequest,
     CancelTaskRequest,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    DeleteTaskPushNotificationConfigRequest,
 );
 
 /// Decodes and validates an operation's parameters.

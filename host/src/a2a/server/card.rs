@@ -98,7 +98,7 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions: vec![status_extension(), commands_extension(context.registry)],
             extended_agent_card: Some(false),
         },

@@ -21,6 +21,7 @@ use super::AppState;
 use super::auth::{AuthError, Identity};
 use super::body::{Validate, read_json_body};
 use super::card::extended_card_unavailable;
+use super::push;
 use super::respond::{RpcError, rpc_ok};
 use super::rest::not_found;
 use super::sse;
@@ -132,10 +133,26 @@ async fn dispatch(
             let events = service.subscribe(&identity.caller(None)?, request).await?;
             Ok(sse::jsonrpc(call.id.clone(), events, state.keep_alive))
         }
-        Method::CreateTaskPushNotificationConfig
-        | Method::GetTaskPushNotificationConfig
-        | Method::ListTaskPushNotificationConfigs
-        | Method::DeleteTaskPushNotificationConfig => Err(A2aError::PushNotificationNotSupported),
+        Method::CreateTaskPushNotificationConfig => {
+            let config = params(call)?;
+            let created = push::create(service, &identity.caller(None)?, config).await?;
+            Ok(rpc_ok(call, &created))
+        }
+        Method::GetTaskPushNotificationConfig => {
+            let request = params(call)?;
+            let config = push::get(service, &identity.caller(None)?, request).await?;
+            Ok(rpc_ok(call, &config))
+        }
+        Method::ListTaskPushNotificationConfigs => {
+            let request = params(call)?;
+            let page = push::list(service, &identity.caller(None)?, request).await?;
+            Ok(rpc_ok(call, &page))
+        }
+        Method::DeleteTaskPushNotificationConfig => {
+            let request = params(call)?;
+            let done = push::delete(service, &identity.caller(None)?, request).await?;
+            Ok(rpc_ok(call, &done))
+        }
         Method::GetExtendedAgentCard => Err(extended_card_unavailable()),
     }
 }

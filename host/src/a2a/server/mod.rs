@@ -11,8 +11,8 @@
 //! | `GET  /tasks/{id}`                                     | GetTask (`?historyLength=`)        |
 //! | `POST /tasks/{id}:cancel`                              | CancelTask                         |
 //! | `GET`, `POST /tasks/{id}:subscribe`                    | SubscribeToTask (SSE)              |
-//! | `POST`, `GET /tasks/{id}/pushNotificationConfigs`      | PushNotificationNotSupported       |
-//! | `GET`, `DELETE /tasks/{id}/pushNotificationConfigs/{c}`| PushNotificationNotSupported       |
+//! | `POST`, `GET /tasks/{id}/pushNotificationConfigs`      | Create / List push configs (`push`)|
+//! | `GET`, `DELETE /tasks/{id}/pushNotificationConfigs/{c}`| Get / Delete a push config (`push`)|
 //! | `GET  /extendedAgentCard`                              | UnsupportedOperation               |
 //! | anything else                                          | 404 in the HTTP+JSON error shape   |
 //!
@@ -34,14 +34,17 @@
 //! * `GetExtendedAgentCard` answers UnsupportedOperation (-32004): the card says
 //!   `extendedAgentCard: false`, and spec 3.3.4 requires exactly that error then
 //!   (ExtendedAgentCardNotConfigured is for agents that declare support).
-//! * The push-notification operations answer PushNotificationNotSupported before their
-//!   parameters are looked at: the capability is off, whatever the request says.
+//! * Push notifications are on (`capabilities.pushNotifications: true`): configurations
+//!   belong to the participant who created them (they hold that participant's webhook
+//!   credentials), so Get and List show a caller only their own (an admin, all), and
+//!   webhooks on private or loopback addresses are refused unless the operator allows them.
 
 mod auth;
 mod body;
 mod card;
 mod extensions;
 mod jsonrpc;
+mod push;
 mod rate_limit;
 mod respond;
 mod rest;

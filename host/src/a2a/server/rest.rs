@@ -25,6 +25,7 @@ use super::AppState;
 use super::auth::Identity;
 use super::body::{QueryParams, RestBody, decode_params};
 use super::card::extended_card_unavailable;
+use super::push;
 use super::respond::{RestError, rest_ok};
 use super::sse;
 use crate::a2a::error::A2aError;
@@ -44,11 +45,11 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/tasks/{id}", only(get(get_task).post(task_verb)))
         .route(
             "/tasks/{id}/pushNotificationConfigs",
-            only(get(push_notifications).post(push_notifications)),
+            only(get(push::rest_list).post(push::rest_create)),
         )
         .route(
             "/tasks/{id}/pushNotificationConfigs/{config_id}",
-            only(get(push_notifications).delete(push_notifications)),
+            only(get(push::rest_get).delete(push::rest_delete)),
         )
         .route("/extendedAgentCard", only(get(extended_agent_card)))
 }
@@ -67,6 +68,13 @@ pub(crate) async fn not_found(method: Method, uri: Uri) -> RestError {
 /// An authenticated request at a supported protocol version.
 pub(crate) struct RestContext {
     identity: Identity,
+}
+
+impl RestContext {
+    /// The caller of a request that carries no message.
+    pub(crate) fn caller(&self) -> std::result::Result<crate::task::Caller, A2aError> {
+        self.identity.caller(None)
+    }
 }
 
 impl FromRequestParts<AppState> for RestContext {
@@ -191,11 +199,6 @@ async fn subscribe(state: &AppState, context: &RestContext, params: Value) -> Re
     let caller = context.identity.caller(None)?;
     let events = state.service.subscribe(&caller, request).await?;
     Ok(sse::rest(events, state.keep_alive))
-}
-
-/// Every push-notification configuration route: the capability is off (spec 3.3.4).
-async fn push_notifications(_: RestContext) -> RestError {
-    A2aError::PushNotificationNotSupported.into()
 }
 
 /// `GET /extendedAgentCard`.

@@ -307,21 +307,21 @@ async fn unsupported_versions_are_refused_with_the_request_id() {
 #[tokio::test]
 async fn supported_versions_pass_by_header_or_query() {
     let app = server();
-    // Push configuration answers -32003 only once the version is accepted.
-    let method = "CreateTaskPushNotificationConfig";
+    // An unknown task is TaskNotFound only once the version is accepted.
+    let method = "ListTaskPushNotificationConfigs";
     for version in ["1.0", "1.0.0", "1.0.7"] {
         let request = Request::post("/")
             .header(CONTENT_TYPE, "application/json")
             .header("A2A-Version", version)
-            .body(rpc_body(method, json!({})))
+            .body(rpc_body(method, json!({"taskId": "t"})))
             .expect("request");
-        assert_eq!(send(&app, request).await.rpc_error().0, -32003, "{version}");
+        assert_eq!(send(&app, request).await.rpc_error().0, -32001, "{version}");
     }
     let request = Request::post("/?A2A-Version=1.0")
         .header(CONTENT_TYPE, "application/json")
-        .body(rpc_body(method, json!({})))
+        .body(rpc_body(method, json!({"taskId": "t"})))
         .expect("request");
-    assert_eq!(send(&app, request).await.rpc_error().0, -32003);
+    assert_eq!(send(&app, request).await.rpc_error().0, -32001);
 }
 
 #[tokio::test]
@@ -334,21 +334,36 @@ async fn an_old_client_calling_an_old_method_hears_about_the_version() {
 }
 
 #[tokio::test]
-async fn capabilities_that_are_off_say_so() {
+async fn push_configuration_is_supported_and_extended_cards_are_not() {
     let app = server();
-    for method in [
-        "CreateTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfig",
-        "ListTaskPushNotificationConfigs",
-        "DeleteTaskPushNotificationConfig",
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": "t", "url": "http://example.com/hook"}),
+        ),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": "t", "id": "c"}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": "t"})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": "t", "id": "c"}),
+        ),
     ] {
-        let reply = send(&app, rpc(method, json!({"taskId": "t"}))).await;
-        assert_eq!(
-            reply.rpc_error(),
-            (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
-            "{method}"
-        );
+        let reply = send(&app, rpc(method, params)).await;
+        assert_eq!(reply.rpc_error(), (-32001, "TASK_NOT_FOUND"), "{method}");
     }
+    let reply = send(
+        &app,
+        rpc("CreateTaskPushNotificationConfig", json!({"taskId": "t"})),
+    )
+    .await;
+    assert_eq!(
+        reply.rpc_error(),
+        (-32602, "INVALID_PARAMS"),
+        "url is required"
+    );
     // The card declares extendedAgentCard: false, so spec 3.3.4 wants UnsupportedOperation.
     let request = a2a("POST", "/")
         .body(Body::from(
@@ -494,7 +509,7 @@ async fn with_tokens_jsonrpc_needs_a_valid_bearer() {
         .header("authorization", "Bearer tok-alice")
         .body(push())
         .expect("request");
-    assert_eq!(send(&app, request).await.rpc_error().0, -32003);
+    assert_eq!(send(&app, request).await.rpc_error().0, -32001);
 }
 
 #[tokio::test]
@@ -515,10 +530,7 @@ async fn with_tokens_rest_needs_a_valid_bearer() {
         .header("authorization", "Bearer tok-alice")
         .body(Body::empty())
         .expect("request");
-    assert_eq!(
-        send(&app, request).await.rest_reason(),
-        "PUSH_NOTIFICATION_NOT_SUPPORTED"
-    );
+    assert_eq!(send(&app, request).await.rest_reason(), "TASK_NOT_FOUND");
 }
 
 #[tokio::test]
@@ -779,23 +791,23 @@ async fn rest_request_errors_have_the_status_shape() {
                 "/tasks/t/pushNotificationConfigs",
                 json!({"url": "http://x"}),
             ),
-            StatusCode::BAD_REQUEST,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            StatusCode::NOT_FOUND,
+            "TASK_NOT_FOUND",
         ),
         (
             rest("GET", "/tasks/t/pushNotificationConfigs", Value::Null),
-            StatusCode::BAD_REQUEST,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            StatusCode::NOT_FOUND,
+            "TASK_NOT_FOUND",
         ),
         (
             rest("GET", "/tasks/t/pushNotificationConfigs/c", Value::Null),
-            StatusCode::BAD_REQUEST,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            StatusCode::NOT_FOUND,
+            "TASK_NOT_FOUND",
         ),
         (
             rest("DELETE", "/tasks/t/pushNotificationConfigs/c", Value::Null),
-            StatusCode::BAD_REQUEST,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            StatusCode::NOT_FOUND,
+            "TASK_NOT_FOUND",
         ),
         (
             rest("GET", "/extendedAgentCard", Value::Null),
@@ -822,7 +834,7 @@ async fn rest_versions_come_from_header_or_query() {
         "VERSION_NOT_SUPPORTED"
     );
     let reply = send(&app, bare(&format!("{path}?A2A-Version=1.0"))).await;
-    assert_eq!(reply.rest_reason(), "PUSH_NOTIFICATION_NOT_SUPPORTED");
+    assert_eq!(reply.rest_reason(), "TASK_NOT_FOUND");
     let old = Request::get(path)
         .header("a2a-version", "0.3")
         .body(Body::empty())
@@ -880,7 +892,7 @@ async fn the_card_describes_this_server() {
     );
     let capabilities = &card["capabilities"];
     assert_eq!(capabilities["streaming"], json!(true));
-    assert_eq!(capabilities["pushNotifications"], json!(false));
+    assert_eq!(capabilities["pushNotifications"], json!(true));
     assert_eq!(capabilities["extendedAgentCard"], json!(false));
     assert_eq!(
         card["defaultInputModes"],
