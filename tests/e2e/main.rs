@@ -8,6 +8,7 @@
 mod support;
 
 mod cli;
+mod durability;
 mod plugin_host;
 mod remote_executors;
 mod scaffold;

@@ -1,0 +1,9 @@
+//! Durable conversations, through the real binary on a SQLite file: kills
+//! at chosen points and restarts, storage that refuses writes, push
+//! notifications.
+
+mod support;
+
+mod crash;
+mod push;
+mod storage;
