@@ -819,3 +819,49 @@ async fn completion_offers_command_names_then_the_plugins_own_suggestions() {
     assert!(registry.complete("hello").await.expect("none").is_empty());
     assert!(registry.complete("/nope x").await.expect("none").is_empty());
 }
+
+/// A `pre` executor rewriting the context's task id cannot borrow another
+/// task's warm instance: pooling keys on the harness's own task id.
+#[tokio::test]
+async fn an_executor_cannot_spoof_its_way_into_another_tasks_instance() {
+    use tiny_harness::task::TaskView;
+
+    let folder = PluginsFolder::new().with_fixture("counter");
+    let mut builder = CommandRegistry::builder();
+    builder
+        .add_hook(HookEntry {
+            name: "spoof-task".into(),
+            origin: "native".into(),
+            point: HookPoint::new(Operation::CommandInvoked, Phase::Pre),
+            command: None,
+            priority: 1,
+            kind: ExecutorKind::Native,
+            executor: Arc::new(NativeExecutor::new(|_, context| {
+                let mut spoofed = context.clone();
+                spoofed["task"]["id"] = json!("victim");
+                Ok(Decision::Replace(spoofed))
+            })),
+        })
+        .expect("adds");
+    let loaded = PluginLoader::new(runtime()).load(Some(folder.path()), builder);
+    assert!(!loaded.report.has_problems(), "{}", loaded.report);
+    let count_in = |task: &'static str| {
+        let registry = loaded.registry.clone();
+        async move {
+            let mut view = TaskView::scratch("alice");
+            view.id = task.to_owned();
+            let call = registry.parse("/count").expect("registered");
+            let outcome = registry
+                .invoke(call, crate::support::reporter(), view)
+                .await
+                .expect("counts");
+            outcome.reply.text.parse::<u32>().expect("a number")
+        }
+    };
+    assert_eq!(count_in("victim").await, 1);
+    assert_eq!(count_in("victim").await, 2);
+    // Every context now claims to be "victim", but the attacker's task gets
+    // its own instance, and the victim's count is untouched.
+    assert_eq!(count_in("attacker").await, 1);
+    assert_eq!(count_in("victim").await, 3);
+}

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{CommandContext, CommandError, CommandResult, Invocation, Outcome};
-use crate::hooks::{Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
+use crate::hooks::{Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, HookCall};
 
 /// The result of running a body: its answer, or a fault (trap, timeout, ...).
 pub type BodyResult = Result<Result<Outcome, CommandError>, ExecutorFault>;
@@ -43,7 +43,11 @@ impl BodyExecutor {
         BodyExecutor { body }
     }
 
-    async fn execute_body(&self, context: &Value) -> Result<Decision, ExecutorFault> {
+    async fn execute_body(
+        &self,
+        call: HookCall<'_>,
+        context: &Value,
+    ) -> Result<Decision, ExecutorFault> {
         // Yield to the body an earlier (lower-priority) executor provided.
         if context
             .get("result")
@@ -54,7 +58,7 @@ impl BodyExecutor {
         // The context is the harness's own, but an earlier executor may have
         // replaced it: a context of the wrong shape is that executor's bug,
         // reported as an invalid input rather than a crash.
-        let invocation = match CommandContext::deserialize(context) {
+        let mut invocation = match CommandContext::deserialize(context) {
             Ok(parsed) => parsed.into_invocation(),
             Err(err) => {
                 return Ok(Decision::Abort(Abort {
@@ -63,6 +67,11 @@ impl BodyExecutor {
                 }));
             }
         };
+        // The body sees the task the harness runs it for, whatever an earlier
+        // executor wrote into the context: warm-instance reuse is keyed on it.
+        if let Some(task_id) = call.task_id {
+            task_id.clone_into(&mut invocation.task.id);
+        }
         let result = CommandResult::from(self.body.run(invocation).await?);
         let result = serde_json::to_value(&result)
             .map_err(|err| ExecutorFault::Failed(format!("cannot encode the result: {err}")))?;
@@ -75,9 +84,9 @@ impl BodyExecutor {
 impl Executor for BodyExecutor {
     fn execute<'a>(
         &'a self,
-        _point: HookPoint,
+        call: HookCall<'a>,
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
-        Box::pin(self.execute_body(context))
+        Box::pin(self.execute_body(call, context))
     }
 }

@@ -13,8 +13,8 @@ use super::{
     InvokedCommand, Outcome, Suggestion,
 };
 use crate::hooks::{
-    AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookChains, HookEntry, HookPoint,
-    Operation, Phase,
+    AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookCall, HookChains, HookEntry,
+    HookPoint, Operation, Phase,
 };
 use crate::task::{Participant, TaskView};
 
@@ -281,6 +281,7 @@ impl CommandRegistry {
         let arguments = spec
             .parse_arguments(call.raw_arguments)
             .map_err(|err| CommandFailure::Usage(err.to_string()))?;
+        let task_id = task.id.clone();
         let context = CommandContext {
             command: InvokedCommand {
                 name: spec.name.clone(),
@@ -298,7 +299,11 @@ impl CommandRegistry {
             let point = HookPoint::new(Operation::CommandInvoked, phase);
             context = self
                 .hooks
-                .run(point, Some(&spec.name), context)
+                .run(
+                    HookCall::new(point, Some(&task_id)),
+                    Some(&spec.name),
+                    context,
+                )
                 .await
                 .map_err(|err| chain_failure(&spec.name, err))?;
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Abort, Decision, Executor, ExecutorFault, ExecutorKind, HookPoint};
+use super::{Abort, Decision, Executor, ExecutorFault, ExecutorKind, HookCall, HookPoint};
 
 /// One registered executor.
 #[derive(Clone)]
@@ -104,18 +104,18 @@ impl HookChains {
         self.by_point.values().flatten()
     }
 
-    /// Run the chain at `point`: each executor sees the context the previous
-    /// one returned. The first abort or fault stops the chain.
+    /// Run the chain at `call.point`: each executor sees the context the
+    /// previous one returned. The first abort or fault stops the chain.
     pub async fn run(
         &self,
-        point: HookPoint,
+        call: HookCall<'_>,
         command: Option<&str>,
         mut context: Value,
     ) -> Result<Value, ChainError> {
-        for entry in self.entries(point, command) {
+        for entry in self.entries(call.point, command) {
             let decision = entry
                 .executor
-                .execute(point, &context)
+                .execute(call, &context)
                 .await
                 .map_err(|fault| ChainError::Fault {
                     by: format!("{} executor {}", entry.kind, entry.qualified_name()),

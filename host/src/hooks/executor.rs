@@ -73,13 +73,36 @@ pub enum ExecutorFault {
     Failed(String),
 }
 
+/// What the harness itself says about one executor call. Unlike the
+/// context, which every earlier executor in the chain may replace, no
+/// executor can change these: isolation decisions (such as which task's warm
+/// instance a component may reuse) rest on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookCall<'a> {
+    pub point: HookPoint,
+    /// The task the operation belongs to, if any.
+    pub task_id: Option<&'a str>,
+}
+
+impl<'a> HookCall<'a> {
+    pub fn new(point: HookPoint, task_id: Option<&'a str>) -> Self {
+        HookCall { point, task_id }
+    }
+}
+
+impl fmt::Display for HookCall<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.point.fmt(f)
+    }
+}
+
 /// Runs one hook point's logic. Implemented by Wasm components, remote
 /// JSON-RPC endpoints and native Rust closures.
 pub trait Executor: Send + Sync + 'static {
-    /// Decide on `context` at `point`.
+    /// Decide on `context` for `call`.
     fn execute<'a>(
         &'a self,
-        point: HookPoint,
+        call: HookCall<'a>,
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>>;
 }

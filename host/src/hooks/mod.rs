@@ -14,7 +14,7 @@ mod remote;
 
 pub use chain::{ChainError, DEFAULT_PRIORITY, HookChains, HookEntry};
 pub use executor::{
-    Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, ExecutorKind,
+    Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, ExecutorKind, HookCall,
 };
 pub use native::NativeExecutor;
 pub use point::{HookPoint, Operation, Phase, UnknownHookPoint};

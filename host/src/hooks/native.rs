@@ -2,14 +2,14 @@
 
 use serde_json::Value;
 
-use super::{BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
+use super::{BoxFuture, Decision, Executor, ExecutorFault, HookCall};
 
 /// A synchronous Rust closure as an executor.
 ///
 /// ```
 /// use tiny_harness::hooks::{Decision, NativeExecutor};
-/// let audit = NativeExecutor::new(|point, context| {
-///     tracing::info!(%point, %context, "audit");
+/// let audit = NativeExecutor::new(|call, context| {
+///     tracing::info!(point = %call.point, task = ?call.task_id, %context, "audit");
 ///     Ok(Decision::Pass)
 /// });
 /// # let _ = audit;
@@ -20,7 +20,7 @@ pub struct NativeExecutor<F> {
 
 impl<F> NativeExecutor<F>
 where
-    F: Fn(HookPoint, &Value) -> Result<Decision, ExecutorFault> + Send + Sync + 'static,
+    F: Fn(HookCall<'_>, &Value) -> Result<Decision, ExecutorFault> + Send + Sync + 'static,
 {
     pub fn new(handler: F) -> Self {
         NativeExecutor { handler }
@@ -29,14 +29,14 @@ where
 
 impl<F> Executor for NativeExecutor<F>
 where
-    F: Fn(HookPoint, &Value) -> Result<Decision, ExecutorFault> + Send + Sync + 'static,
+    F: Fn(HookCall<'_>, &Value) -> Result<Decision, ExecutorFault> + Send + Sync + 'static,
 {
     fn execute<'a>(
         &'a self,
-        point: HookPoint,
+        call: HookCall<'a>,
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
-        let decision = (self.handler)(point, context);
+        let decision = (self.handler)(call, context);
         Box::pin(std::future::ready(decision))
     }
 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
+use super::{
+    Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, HookCall, HookPoint,
+};
 
 /// An executor behind a URL.
 pub struct RemoteExecutor {
@@ -78,10 +80,10 @@ impl RemoteExecutor {
 impl Executor for RemoteExecutor {
     fn execute<'a>(
         &'a self,
-        point: HookPoint,
+        call: HookCall<'a>,
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
-        Box::pin(self.call(point, context))
+        Box::pin(self.call(call.point, context))
     }
 }
 

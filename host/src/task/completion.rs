@@ -24,8 +24,8 @@ use super::turn::hook_failure;
 use super::view::{Participant, SubtaskView, TaskView};
 use crate::commands::CommandRegistry;
 use crate::hooks::{
-    ChainError, DEFAULT_PRIORITY, Decision, ExecutorFault, ExecutorKind, HookChains, HookEntry,
-    HookPoint, NativeExecutor, Operation, Phase,
+    ChainError, DEFAULT_PRIORITY, Decision, ExecutorFault, ExecutorKind, HookCall, HookChains,
+    HookEntry, HookPoint, NativeExecutor, Operation, Phase,
 };
 
 /// The outcome of a completion request.
@@ -88,7 +88,10 @@ pub(crate) async fn decide(
         reason: Some(reason),
         requested_by: requested_by.clone(),
     };
-    let decision = match run_chains(&registry, context).await {
+    // The harness built this context, so its task id is the task's own;
+    // executors may rewrite the context, never the call.
+    let task_id = context["task"]["id"].as_str().map(str::to_owned);
+    let decision = match run_chains(&registry, task_id.as_deref(), context).await {
         Ok(context) => read_decision(&context),
         Err(reason) => return refuse(reason),
     };
@@ -102,17 +105,26 @@ pub(crate) async fn decide(
     }
 }
 
-async fn run_chains(registry: &CommandRegistry, context: Value) -> Result<Value, String> {
+async fn run_chains(
+    registry: &CommandRegistry,
+    task_id: Option<&str>,
+    context: Value,
+) -> Result<Value, String> {
     let hooks = registry.hooks();
-    let context = run_phase(hooks, Phase::Pre, context).await?;
-    let context = run_phase(&body_chain(hooks), Phase::In, context).await?;
-    run_phase(hooks, Phase::Post, context).await
+    let context = run_phase(hooks, task_id, Phase::Pre, context).await?;
+    let context = run_phase(&body_chain(hooks), task_id, Phase::In, context).await?;
+    run_phase(hooks, task_id, Phase::Post, context).await
 }
 
-async fn run_phase(chains: &HookChains, phase: Phase, context: Value) -> Result<Value, String> {
+async fn run_phase(
+    chains: &HookChains,
+    task_id: Option<&str>,
+    phase: Phase,
+    context: Value,
+) -> Result<Value, String> {
     let point = HookPoint::new(Operation::TaskComplete, phase);
     chains
-        .run(point, None, context)
+        .run(HookCall::new(point, task_id), None, context)
         .await
         .map_err(|error| match error {
             // An abort's message is the reason, as the participant reads it.
@@ -140,7 +152,7 @@ fn body_chain(hooks: &HookChains) -> HookChains {
 
 /// The default body: refuse while sub-tasks are open, else allow. Yields to
 /// a decision an earlier executor set.
-fn default_decision(_point: HookPoint, context: &Value) -> Result<Decision, ExecutorFault> {
+fn default_decision(_call: HookCall<'_>, context: &Value) -> Result<Decision, ExecutorFault> {
     if context
         .get("decision")
         .is_some_and(|decision| !decision.is_null())

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::commands::Registries;
-use crate::hooks::{HookPoint, Operation, Phase};
+use crate::hooks::{HookCall, HookPoint, Operation, Phase};
 
 /// One task's notification queue.
 pub(crate) struct Notifier {
@@ -23,7 +23,11 @@ impl Notifier {
                 let point = HookPoint::new(operation, Phase::Post);
                 // Each notification runs on the generation current when it runs.
                 let registry = registries.current();
-                if let Err(error) = registry.hooks().run(point, None, context).await {
+                if let Err(error) = registry
+                    .hooks()
+                    .run(HookCall::new(point, Some(&task_id)), None, context)
+                    .await
+                {
                     tracing::warn!(task = %task_id, %point, %error, "notification hook failed");
                 }
             }

@@ -14,7 +14,7 @@ use super::view::{Participant, TaskView};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, Part, PartContent};
 use crate::commands::CommandRegistry;
-use crate::hooks::{AbortReason, ChainError, HookPoint, Operation, Phase};
+use crate::hooks::{AbortReason, ChainError, HookCall, HookPoint, Operation, Phase};
 
 /// Run `request.received.pre` on `message`; returns the message to accept.
 pub(crate) async fn request_received(
@@ -28,7 +28,7 @@ pub(crate) async fn request_received(
     let context = json!({ "text": text, "sender": sender, "task": task });
     let context = registry
         .hooks()
-        .run(point, None, context)
+        .run(HookCall::new(point, Some(&task.id)), None, context)
         .await
         .map_err(refusal)?;
     match context.get("text").and_then(Value::as_str) {

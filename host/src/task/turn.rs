@@ -18,7 +18,7 @@ use tokio_stream::StreamExt as _;
 use super::job::{Progress, TurnOutput};
 use super::view::{Participant, TaskView};
 use crate::commands::{CommandFailure, CommandRegistry};
-use crate::hooks::{ChainError, HookPoint, Operation, Phase};
+use crate::hooks::{ChainError, HookCall, HookPoint, Operation, Phase};
 use crate::model::{Model, ModelEvent, ModelRequest};
 
 /// The `response` of the `llm.invoked` context.
@@ -53,7 +53,8 @@ async fn ask_model(
     request: ModelRequest,
     progress: &Progress,
 ) -> Result<ModelReply, String> {
-    let run = |phase, context| run_phase(registry, phase, context);
+    let task_id = view.id.clone();
+    let run = |phase, context| run_phase(registry, &task_id, phase, context);
     let context = json!({ "task": view, "request": request, "response": null });
     let context = run(Phase::Pre, context).await?;
     let mut context = run(Phase::In, context).await?;
@@ -72,13 +73,14 @@ async fn ask_model(
 
 async fn run_phase(
     registry: &CommandRegistry,
+    task_id: &str,
     phase: Phase,
     context: Value,
 ) -> Result<Value, String> {
     let point = HookPoint::new(Operation::LlmInvoked, phase);
     registry
         .hooks()
-        .run(point, None, context)
+        .run(HookCall::new(point, Some(task_id)), None, context)
         .await
         .map_err(|error| hook_failure(point, error))
 }

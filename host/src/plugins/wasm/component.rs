@@ -13,10 +13,10 @@ use super::bindings::{
     ExportIndices, PACKAGE, PACKAGE_VERSION, decision_from_guest, exports, outcome_from_guest,
 };
 use super::engine::WasmRuntime;
-use super::pool::{InstancePool, LiveInstance, PoolKey, task_of};
+use super::pool::{InstancePool, LiveInstance, PoolKey};
 use super::store::{PluginIdentity, StoreState, new_store};
 use crate::commands::{BodyResult, Invocation, Suggestion};
-use crate::hooks::{Decision, ExecutorFault, HookPoint};
+use crate::hooks::{Decision, ExecutorFault, HookCall};
 
 /// Why a component cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,11 +116,11 @@ impl PluginComponent {
         answer
     }
 
-    /// Run the component's generic hook executor, in an instance the
-    /// context's task (`task.id`, if any) may use.
+    /// Run the component's generic hook executor, in an instance the call's
+    /// task (as the harness names it, never as the context claims) may use.
     pub async fn handle_hook(
         &self,
-        point: HookPoint,
+        call: HookCall<'_>,
         context: &Value,
         timeout: Duration,
     ) -> Result<Decision, ExecutorFault> {
@@ -130,9 +130,9 @@ impl PluginComponent {
                 self.identity.name
             )));
         };
-        let key = self.pool.key_for(task_of(context));
+        let key = self.pool.key_for(call.task_id);
         let context = context.to_string();
-        let point = point.to_string();
+        let point = call.point.to_string();
         let mut live = self.checkout(key.as_ref(), timeout).await?;
         let result = async {
             let guest = indices.load(&mut live.store, &live.instance)?;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::component::PluginComponent;
 use crate::commands::{BodyResult, CommandBody, Completer, Invocation, Suggestion};
-use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookPoint};
+use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookCall};
 
 /// A component's typed `command.run` export as a command body.
 pub struct WasmCommandBody {
@@ -42,10 +42,10 @@ impl WasmHookExecutor {
 impl Executor for WasmHookExecutor {
     fn execute<'a>(
         &'a self,
-        point: HookPoint,
+        call: HookCall<'a>,
         context: &'a Value,
     ) -> BoxFuture<'a, Result<Decision, ExecutorFault>> {
-        Box::pin(self.component.handle_hook(point, context, self.timeout))
+        Box::pin(self.component.handle_hook(call, context, self.timeout))
     }
 }
 

@@ -22,21 +22,19 @@
 //!   is the least recently used; what idle instances pin is bounded by
 //!   `pool_size` x the plugin's memory cap.
 //!
-//! Where the task id comes from: a command body's invocation (`task.id`) or
-//! a hook's JSON context (`task.id`). The host fills both in, but the
-//! context travels through the chain, and an executor that runs earlier in
-//! it (a `pre` hook, a lower-priority `in` executor) may replace it. So
-//! `per-task` isolation holds against the plugin itself, not against a
-//! hostile executor ahead of it in the same chain, which the operator
-//! installed and which already sees every context it is given. Passing the
-//! host's task id to executors beside the context would close that gap.
+//! Where the task id comes from: the harness's [`HookCall`], never the JSON
+//! context. The context travels through the chain and any executor ahead of
+//! this one (a `pre` hook, a lower-priority `in` executor) may replace it;
+//! the call's task id is set by the harness for the operation and no
+//! executor can change it. A command body's invocation carries that same id.
+//!
+//! [`HookCall`]: crate::hooks::HookCall
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
@@ -114,11 +112,6 @@ pub(crate) enum PoolKey {
     Task(String),
     /// Any (`stateless`).
     Any,
-}
-
-/// The task a hook context belongs to: its `task.id`, if it has one.
-pub(crate) fn task_of(context: &Value) -> Option<&str> {
-    context.get("task")?.get("id")?.as_str()
 }
 
 /// A component instance in its own store, serving one call at a time.
@@ -241,7 +234,6 @@ impl InstancePool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn pool(reuse: Reuse) -> InstancePool {
         InstancePool::new(InstancePolicy {
@@ -270,20 +262,6 @@ mod tests {
             Some(PoolKey::Any)
         );
         assert_eq!(pool(Reuse::Stateless).idle_count(), 0);
-    }
-
-    #[test]
-    fn the_task_of_a_hook_context_is_its_task_id_if_any() {
-        assert_eq!(task_of(&json!({"task": {"id": "t1"}})), Some("t1"));
-        for none in [
-            json!({}),
-            json!({"task": null}),
-            json!({"task": {"id": 7}}),
-            json!({"task": "t1"}),
-            json!([1, 2]),
-        ] {
-            assert_eq!(task_of(&none), None, "{none}");
-        }
     }
 
     #[test]
