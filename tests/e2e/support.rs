@@ -139,3 +139,65 @@ pub async fn send_as(
 pub async fn send(registry: &CommandRegistry, message: &str) -> Result<Outcome, CommandFailure> {
     send_as(registry, reporter(), message).await
 }
+
+/// A `tiny-harness serve` process on a free loopback port.
+pub struct Spawned {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub base: String,
+    /// Every line the process wrote to stderr so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Start the real binary with `config` and `plugins`, and wait (at most a
+/// minute) for the `listening on http://ADDR` line that says it serves.
+pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--plugins")
+        .arg(plugins)
+        .env(
+            "TINY_HARNESS_CACHE_DIR",
+            std::env::temp_dir().join("tiny-harness-e2e-cache"),
+        )
+        .env("RUST_LOG", rust_log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let lines = Arc::clone(&log);
+    std::thread::spawn(move || {
+        let mut sent = false;
+        // Keep draining, so the server never blocks on a full pipe.
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && let Some(at) = line.find("listening on ") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+                sent = true;
+            }
+            lines.lock().expect("log").push(line);
+        }
+    });
+    let Ok(base) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+        let _ = child.kill();
+        panic!(
+            "the server did not start; its log:\n{}",
+            log.lock().expect("log").join("\n")
+        );
+    };
+    Spawned {
+        child,
+        base: base.trim_end_matches('/').to_owned(),
+        log,
+    }
+}

@@ -1,9 +1,8 @@
 //! A harness process that can be killed (SIGKILL: no shutdown, no flush)
 //! and started again on the same folder, so on the same database.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,46 +51,11 @@ impl Harness {
     }
 
     fn spawn(&mut self) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
-            .arg("serve")
-            .arg("--config")
-            .arg(self.dir().join("tiny-harness.toml"))
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--plugins")
-            .arg(&self.plugins)
-            .env(
-                "TINY_HARNESS_CACHE_DIR",
-                std::env::temp_dir().join("tiny-harness-e2e-cache"),
-            )
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        self.log = Arc::clone(&log);
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !sent && let Some(at) = line.find("listening on ") {
-                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-                    sent = true;
-                }
-                log.lock().expect("log").push(line);
-            }
-        });
-        let base = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(base) => base,
-            Err(_) => panic!(
-                "the server did not start; its log:\n{}",
-                self.log.lock().expect("log").join("\n")
-            ),
-        };
-        self.base = base.trim_end_matches('/').to_owned();
-        self.child = Some(child);
+        let config = self.dir().join("tiny-harness.toml");
+        let spawned = crate::support::spawn_server(&config, &self.plugins, "info");
+        self.log = spawned.log;
+        self.base = spawned.base;
+        self.child = Some(spawned.child);
     }
 
     /// SIGKILL the server, as the OOM killer would: it gets no chance to do

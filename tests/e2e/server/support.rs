@@ -1,9 +1,8 @@
 //! Starting the real `tiny-harness serve` binary and speaking A2A to it over
 //! real HTTP (JSON-RPC, HTTP+JSON, SSE).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -26,41 +25,10 @@ impl Server {
         let empty_plugins = dir.path().join("plugins");
         std::fs::create_dir_all(&empty_plugins).expect("mkdir");
         let plugins = plugins.unwrap_or(&empty_plugins);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
-            .arg("serve")
-            .arg("--config")
-            .arg(&config_path)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--plugins")
-            .arg(plugins)
-            .env(
-                "TINY_HARNESS_CACHE_DIR",
-                std::env::temp_dir().join("tiny-harness-e2e-cache"),
-            )
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !sent && let Some(at) = line.find("listening on ") {
-                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-                    sent = true;
-                }
-                // Keep draining so the server never blocks on a full pipe.
-            }
-        });
-        let base = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server prints `listening on http://ADDR`");
+        let spawned = crate::support::spawn_server(&config_path, plugins, "warn");
         Server {
-            child,
-            base: base.trim_end_matches('/').to_owned(),
+            child: spawned.child,
+            base: spawned.base,
             _dir: dir,
         }
     }
