@@ -40,7 +40,7 @@ pub struct Reloader {
     report: Arc<RwLock<LoadReport>>,
     staging: tempfile::TempDir,
     /// Plugin folder name -> its last clean copy under `staging`.
-    last_good: HashMap<String, PathBuf>,
+    last_good: HashMap<String, Staged>,
     generation: u64,
 }
 
@@ -115,6 +115,9 @@ impl Reloader {
         match self.compose(&broken) {
             Ok(composed) => {
                 let mut loaded = self.load(&composed);
+                // Loading read every component into memory; the folder of
+                // links is not needed again.
+                let _ = std::fs::remove_dir_all(&composed);
                 annotate_kept_previous(&mut loaded.report, &broken);
                 loaded
             }
@@ -143,15 +146,32 @@ impl Reloader {
             if has_problems(plugin) {
                 continue;
             }
-            let target = self
+            let fingerprint = match Fingerprint::of(source) {
+                Ok(fingerprint) => fingerprint,
+                Err(err) => {
+                    tracing::warn!(plugin = %plugin.name, %err, "cannot read the plugin to stage it");
+                    continue;
+                }
+            };
+            // Most reloads change one plugin: copying the unchanged ones (an
+            // 18 MB Python component, say) again would be wasted work.
+            if self
+                .last_good
+                .get(&folder)
+                .is_some_and(|staged| staged.fingerprint == fingerprint)
+            {
+                continue;
+            }
+            let copy = self
                 .staging
                 .path()
                 .join(format!("{}", self.generation))
                 .join(&folder);
-            match copy_dir(source, &target) {
+            match copy_dir(source, &copy) {
                 Ok(()) => {
-                    if let Some(old) = self.last_good.insert(folder, target) {
-                        let _ = std::fs::remove_dir_all(old);
+                    let staged = Staged { copy, fingerprint };
+                    if let Some(old) = self.last_good.insert(folder, staged) {
+                        let _ = std::fs::remove_dir_all(old.copy);
                     }
                 }
                 Err(err) => {
@@ -173,7 +193,7 @@ impl Reloader {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let source = match broken.iter().find(|(folder, _)| *folder == name) {
-                Some((folder, _)) => self.last_good[folder].clone(),
+                Some((folder, _)) => self.last_good[folder].copy.clone(),
                 None => entry.path().canonicalize()?,
             };
             std::os::unix::fs::symlink(source, composed.join(&name))?;
@@ -187,6 +207,45 @@ impl Reloader {
             Err(poisoned) => *poisoned.into_inner() = report,
         }
     }
+}
+
+/// A plugin's last clean copy, and what its source looked like then.
+struct Staged {
+    copy: PathBuf,
+    fingerprint: Fingerprint,
+}
+
+/// Every file of a plugin folder with its size and modification time: enough
+/// to tell that a folder was not touched since it was staged.
+#[derive(PartialEq, Eq)]
+struct Fingerprint(Vec<(PathBuf, u64, std::time::SystemTime)>);
+
+impl Fingerprint {
+    fn of(dir: &Path) -> std::io::Result<Self> {
+        let mut files = Vec::new();
+        collect_files(dir, Path::new(""), &mut files)?;
+        files.sort();
+        Ok(Fingerprint(files))
+    }
+}
+
+fn collect_files(
+    dir: &Path,
+    relative: &Path,
+    files: &mut Vec<(PathBuf, u64, std::time::SystemTime)>,
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = relative.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            collect_files(&entry.path(), &name, files)?;
+        } else if kind.is_file() {
+            let metadata = entry.metadata()?;
+            files.push((name, metadata.len(), metadata.modified()?));
+        }
+    }
+    Ok(())
 }
 
 fn has_problems(plugin: &PluginReport) -> bool {
