@@ -725,7 +725,18 @@ async fn a_task_complete_hook_can_allow_completion_over_open_sub_tasks() {
         TaskState::Completed,
         "{completed:#?}"
     );
-    assert_eq!(subtasks(&completed)[0]["state"], "TASK_STATE_WORKING");
+    // The hook allowed completion over the sub-task, which stays open. On a
+    // loaded machine it may not have started yet, so "open" (not WORKING in
+    // particular) is what holds.
+    let state: TaskState = subtasks(&completed)[0]["state"]
+        .as_str()
+        .expect("a state name")
+        .parse()
+        .expect("a known state");
+    assert!(
+        !state.is_terminal(),
+        "the sub-task is still open: {state:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
