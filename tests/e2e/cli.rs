@@ -5,10 +5,12 @@ use std::process::{Command, Output};
 use crate::support::PluginsFolder;
 
 fn harness(args: &[&str]) -> Output {
-    let cache = std::env::temp_dir().join(format!("tiny-harness-cli-cache-{}", std::process::id()));
     Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
         .args(args)
-        .env("TINY_HARNESS_CACHE_DIR", cache)
+        .env(
+            "TINY_HARNESS_CACHE_DIR",
+            crate::support::component_cache_dir(),
+        )
         .output()
         .expect("the binary runs")
 }

@@ -29,16 +29,21 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
     })
 }
 
-/// One engine for the whole test binary (as in the server), with a compile
-/// cache private to this test run.
+/// The compiled-component cache every test shares, under the target dir
+/// (`cargo clean` removes it). Entries are keyed by content and engine, and
+/// written by rename, so concurrent test processes can share it safely.
+pub fn component_cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// One engine for the whole test binary (as in the server), with the shared
+/// compile cache.
 pub fn runtime() -> WasmRuntime {
     static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            let cache_dir = std::env::temp_dir()
-                .join(format!("tiny-harness-test-cache-{}", std::process::id()));
             WasmRuntime::new(RuntimeConfig {
-                cache_dir: Some(cache_dir),
+                cache_dir: Some(component_cache_dir()),
             })
             .expect("the Wasm runtime starts")
         })
@@ -151,6 +156,10 @@ pub struct Spawned {
 
 /// Start the real binary with `config` and `plugins`, and wait (at most a
 /// minute) for the `listening on http://ADDR` line that says it serves.
+///
+/// The server's temporary files (its plugin staging copies) go in the
+/// config's folder, which the test owns and removes: a server the test
+/// SIGKILLs leaves nothing behind in the machine's temp dir.
 pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
@@ -164,9 +173,10 @@ pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
         .arg("127.0.0.1:0")
         .arg("--plugins")
         .arg(plugins)
+        .env("TINY_HARNESS_CACHE_DIR", component_cache_dir())
         .env(
-            "TINY_HARNESS_CACHE_DIR",
-            std::env::temp_dir().join("tiny-harness-e2e-cache"),
+            "TMPDIR",
+            config.parent().expect("the config is in a folder"),
         )
         .env("RUST_LOG", rust_log)
         .stdout(Stdio::null())

@@ -10,16 +10,14 @@ use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use tiny_harness::plugins::{PluginLoader, PluginStatus};
 use tiny_harness::task::{Participant, Role, TaskView};
 
-/// One engine for the whole test binary, with a compile cache private to
-/// this run (the Python and JavaScript components take seconds to compile).
+/// One engine for the whole test binary, with a compile cache under the
+/// target dir that every run shares (the Python and JavaScript components
+/// take seconds to compile; entries are keyed by content and engine).
 fn runtime() -> WasmRuntime {
     static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            let cache_dir = std::env::temp_dir().join(format!(
-                "tiny-harness-examples-cache-{}",
-                std::process::id()
-            ));
+            let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache");
             WasmRuntime::new(RuntimeConfig {
                 cache_dir: Some(cache_dir),
             })

@@ -29,14 +29,16 @@ mod durable;
 
 // --- Fixtures --------------------------------------------------------------------------------
 
-/// One engine for the whole test binary, with a compile cache private to
-/// this run so the built-in component compiles once.
+/// One engine for the whole test binary, so the built-in component compiles
+/// once. Its cache is the one the integration tests share under the target
+/// dir (unit tests get no `CARGO_TARGET_TMPDIR`; the build script already
+/// requires the target dir to be the workspace's `target`).
 fn runtime() -> WasmRuntime {
     static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            let cache_dir = std::env::temp_dir()
-                .join(format!("tiny-harness-task-tests-{}", std::process::id()));
+            let cache_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/tmp/component-cache");
             WasmRuntime::new(RuntimeConfig {
                 cache_dir: Some(cache_dir),
             })
