@@ -10,9 +10,9 @@
 //! A 2xx is a delivery. Connection failures, timeouts, 408, 429 and 5xx are
 //! retried, waiting `initial_backoff`, then twice as long each time, up to
 //! `max_attempts` in all; any other answer (a 4xx: the receiver refuses this
-//! notification) is final. Either way the event is then dropped for this
-//! webhook and the next one goes on: delivery is at least once per event
-//! while the process lives, in order per task.
+//! notification) is final. Either way the event is then done with for this
+//! webhook and its next one goes on, in order. Across restarts the stored
+//! delivery cursor (see `push`) makes delivery at least once.
 
 use std::time::Duration;
 

@@ -5,10 +5,16 @@
 //!   by task, for delivery. Each belongs to the participant who created it:
 //!   it holds their webhook's credentials, so only they (and admins) can
 //!   read or delete it.
-//! * A task's actor hands every event, once committed, to [`Pusher::post`];
-//!   a worker per task delivers them in order, each to every configuration
-//!   of the task as it stands at delivery time (a deleted configuration gets
-//!   nothing more), retrying with backoff (`deliver`).
+//! * A task's actor hands every event, once committed, to [`Pusher::post`].
+//!   Each configuration (webhook) has a worker of its own that delivers its
+//!   events in order, retrying with backoff (`deliver`): a webhook that is
+//!   down delays nobody else's notifications. A deleted configuration gets
+//!   nothing more.
+//! * The task's log is the outbox. Each configuration has a stored cursor,
+//!   the number of the last event delivered to it (or given up on), moved
+//!   after each delivery. A restart resends the events after each cursor
+//!   before anything new: a crash loses no notification, and repeats at
+//!   most those in flight when it happened (delivery is at least once).
 //! * `address`: which webhooks may be reached at all.
 
 mod address;
@@ -21,11 +27,10 @@ use std::time::Duration;
 use reqwest::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{StreamResponse, TaskPushNotificationConfig};
-use crate::store::{StoreError, StoredPushConfig, TaskStore};
+use crate::store::{PushConfigRecord, StoreError, StoredPushConfig, TaskStore};
 
 pub use deliver::TOKEN_HEADER;
 
@@ -63,11 +68,29 @@ pub struct Viewer {
     pub admin: bool,
 }
 
-/// A stored configuration and whose it is.
+/// A stored configuration and whose it is (the stored document).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Registered {
     owner: String,
     config: TaskPushNotificationConfig,
+}
+
+/// A configuration in the delivery cache.
+#[derive(Clone, Debug)]
+struct Webhook {
+    registered: Registered,
+    /// Events numbered up to this were delivered or given up on.
+    delivered_seq: u64,
+}
+
+/// A webhook: its task id and configuration id.
+type WebhookKey = (String, String);
+
+/// An event waiting for delivery: its number in the task's sequence and
+/// its `StreamResponse` JSON.
+struct Pending {
+    seq: u64,
+    body: Arc<[u8]>,
 }
 
 impl Registered {
@@ -80,7 +103,7 @@ impl Registered {
     }
 }
 
-/// How long a task's delivery worker waits for more events before it stops.
+/// How long a webhook's delivery worker waits for more events before it stops.
 const WORKER_IDLE: Duration = Duration::from_secs(60);
 
 /// Push configurations and their delivery.
@@ -89,9 +112,10 @@ pub struct Pusher {
     settings: PushSettings,
     client: reqwest::Client,
     /// Every configuration, by task id.
-    configs: RwLock<HashMap<String, Vec<Registered>>>,
-    /// The delivery queue of each task with work in flight.
-    queues: Mutex<HashMap<String, mpsc::UnboundedSender<Arc<[u8]>>>>,
+    configs: RwLock<HashMap<String, Vec<Webhook>>>,
+    /// The delivery queue of each webhook with work in flight, by task id
+    /// and configuration id.
+    queues: Mutex<HashMap<WebhookKey, mpsc::UnboundedSender<Pending>>>,
     this: Weak<Pusher>,
 }
 
@@ -124,16 +148,62 @@ impl Pusher {
     /// Read every stored configuration into the cache.
     pub(crate) async fn load(&self) -> Result<(), StoreError> {
         let stored = self.store.push_configs().await?;
-        let mut configs: HashMap<String, Vec<Registered>> = HashMap::new();
-        for row in stored {
+        let mut configs: HashMap<String, Vec<Webhook>> = HashMap::new();
+        for PushConfigRecord {
+            config: row,
+            delivered_seq,
+        } in stored
+        {
             match serde_json::from_str::<Registered>(&row.document) {
-                Ok(registered) => configs.entry(row.task_id).or_default().push(registered),
+                Ok(registered) => configs.entry(row.task_id).or_default().push(Webhook {
+                    registered,
+                    delivered_seq,
+                }),
                 Err(error) => {
                     tracing::warn!(task = %row.task_id, config = %row.config_id, %error, "skipping an unreadable push configuration");
                 }
             }
         }
         *self.write_configs() = configs;
+        Ok(())
+    }
+
+    /// Queue again, after a restart, the events each webhook was owed (the
+    /// task's events after its cursor). Call once, after [`Pusher::load`]
+    /// and before tasks run, so they go out before anything new.
+    pub(crate) async fn resend_undelivered(&self) -> Result<(), StoreError> {
+        let behind: Vec<(WebhookKey, u64)> = self
+            .read_configs()
+            .iter()
+            .flat_map(|(task_id, webhooks)| {
+                webhooks.iter().map(|webhook| {
+                    let key = (task_id.clone(), webhook.registered.id().to_owned());
+                    (key, webhook.delivered_seq)
+                })
+            })
+            .collect();
+        for (key, after) in behind {
+            let undelivered = self.store.events_after(key.0.clone(), after).await?;
+            if undelivered.is_empty() {
+                continue;
+            }
+            tracing::info!(
+                task = %key.0,
+                config = %key.1,
+                events = undelivered.len(),
+                "resending push notifications a restart left undelivered"
+            );
+            for event in undelivered {
+                let body: Arc<[u8]> = event.document.into_bytes().into();
+                self.queue(
+                    &key,
+                    Pending {
+                        seq: event.seq,
+                        body,
+                    },
+                );
+            }
+        }
         Ok(())
     }
 
@@ -157,7 +227,7 @@ impl Pusher {
         config.id = Some(id.clone());
         let taken = self
             .find(&config.task_id, &id)
-            .is_some_and(|r| r.owner != owner);
+            .is_some_and(|webhook| webhook.registered.owner != owner);
         if taken {
             return Err(A2aError::invalid_field(
                 "id",
@@ -177,14 +247,18 @@ impl Pusher {
             config_id: id.clone(),
             document,
         };
-        self.store
+        let delivered_seq = self
+            .store
             .put_push_config(stored)
             .await
             .map_err(crate::task::store_error)?;
         let mut configs = self.write_configs();
         let list = configs.entry(config.task_id.clone()).or_default();
-        list.retain(|existing| existing.id() != id);
-        list.push(registered);
+        list.retain(|existing| existing.registered.id() != id);
+        list.push(Webhook {
+            registered,
+            delivered_seq,
+        });
         Ok(config)
     }
 
@@ -195,8 +269,8 @@ impl Pusher {
         id: &str,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         self.find(task_id, id)
-            .filter(|registered| registered.visible_to(viewer))
-            .map(|registered| registered.config)
+            .filter(|webhook| webhook.registered.visible_to(viewer))
+            .map(|webhook| webhook.registered.config)
             // Spec 3.1.8: a configuration that does not exist is TaskNotFound.
             .ok_or_else(|| A2aError::TaskNotFound {
                 task_id: task_id.to_owned(),
@@ -208,8 +282,8 @@ impl Pusher {
             .get(task_id)
             .into_iter()
             .flatten()
-            .filter(|registered| registered.visible_to(viewer))
-            .map(|registered| registered.config.clone())
+            .filter(|webhook| webhook.registered.visible_to(viewer))
+            .map(|webhook| webhook.registered.config.clone())
             .collect()
     }
 
@@ -222,7 +296,7 @@ impl Pusher {
     ) -> Result<(), A2aError> {
         let mine = self
             .find(task_id, id)
-            .is_some_and(|registered| registered.visible_to(viewer));
+            .is_some_and(|webhook| webhook.registered.visible_to(viewer));
         if !mine {
             return Ok(());
         }
@@ -231,14 +305,23 @@ impl Pusher {
             .await
             .map_err(crate::task::store_error)?;
         if let Some(list) = self.write_configs().get_mut(task_id) {
-            list.retain(|registered| registered.id() != id);
+            list.retain(|webhook| webhook.registered.id() != id);
         }
         Ok(())
     }
 
-    /// Queue `event` (committed) for the task's webhooks, if it has any.
-    pub(crate) fn post(&self, task_id: &str, event: &StreamResponse) {
-        if self.read_configs().get(task_id).is_none_or(Vec::is_empty) {
+    /// Queue `event`, committed as number `seq` of its task, for each of the
+    /// task's webhooks, if it has any.
+    pub(crate) fn post(&self, task_id: &str, seq: u64, event: &StreamResponse) {
+        let owed: Vec<WebhookKey> = self
+            .read_configs()
+            .get(task_id)
+            .into_iter()
+            .flatten()
+            .filter(|webhook| webhook.delivered_seq < seq)
+            .map(|webhook| (task_id.to_owned(), webhook.registered.id().to_owned()))
+            .collect();
+        if owed.is_empty() {
             return;
         }
         let body: Arc<[u8]> = match serde_json::to_vec(event) {
@@ -248,110 +331,125 @@ impl Pusher {
                 return;
             }
         };
+        for key in owed {
+            let body = Arc::clone(&body);
+            self.queue(&key, Pending { seq, body });
+        }
+    }
+
+    /// Hand `pending` to the webhook's delivery worker, starting one if none
+    /// runs.
+    fn queue(&self, key: &WebhookKey, pending: Pending) {
         let mut queues = self.queues();
-        if let Some(queue) = queues.get(task_id)
-            && queue.send(Arc::clone(&body)).is_ok()
-        {
+        let pending = match queues.get(key) {
+            Some(queue) => match queue.send(pending) {
+                Ok(()) => return,
+                Err(closed) => closed.0,
+            },
+            None => pending,
+        };
+        let (queue, events) = mpsc::unbounded_channel();
+        let _ = queue.send(pending);
+        queues.insert(key.clone(), queue);
+        tokio::spawn(work(self.this.clone(), key.clone(), events));
+    }
+
+    /// Deliver one event to one webhook, as it is configured now, unless it
+    /// was deleted or already had the event; then move its cursor past it.
+    async fn deliver_one(&self, (task_id, config_id): &WebhookKey, pending: Pending) {
+        let Some(webhook) = self.find(task_id, config_id) else {
+            return;
+        };
+        if webhook.delivered_seq >= pending.seq {
             return;
         }
-        let (queue, events) = mpsc::unbounded_channel();
-        let _ = queue.send(body);
-        queues.insert(task_id.to_owned(), queue);
-        tokio::spawn(work(self.this.clone(), task_id.to_owned(), events));
+        let config = webhook.registered.config;
+        if let Err(undelivered) =
+            deliver::deliver(&self.client, &self.settings, &config, &pending.body).await
+        {
+            tracing::warn!(
+                task = %task_id,
+                config = %config_id,
+                attempts = undelivered.attempts,
+                error = %undelivered.last_error,
+                "a push notification could not be delivered"
+            );
+        }
+        self.delivered(task_id, config_id, pending.seq).await;
     }
 
-    /// Deliver one event to every configuration the task has now.
-    async fn deliver_all(&self, task_id: &str, body: Arc<[u8]>) {
-        let configs: Vec<TaskPushNotificationConfig> = self
-            .read_configs()
-            .get(task_id)
-            .into_iter()
-            .flatten()
-            .map(|registered| registered.config.clone())
-            .collect();
-        let mut deliveries = JoinSet::new();
-        for config in configs {
-            let (client, settings, body) = (
-                self.client.clone(),
-                self.settings.clone(),
-                Arc::clone(&body),
-            );
-            deliveries.spawn(async move {
-                let result = deliver::deliver(&client, &settings, &config, &body).await;
-                (config.id, result)
-            });
-        }
-        while let Some(done) = deliveries.join_next().await {
-            match done {
-                Ok((_, Ok(_))) => {}
-                Ok((config, Err(undelivered))) => tracing::warn!(
-                    task = %task_id,
-                    config = config.as_deref().unwrap_or_default(),
-                    attempts = undelivered.attempts,
-                    error = %undelivered.last_error,
-                    "a push notification could not be delivered"
-                ),
-                Err(error) => tracing::error!(task = %task_id, %error, "a push delivery failed"),
+    /// Move webhook `config_id`'s cursor to `seq`, in the cache and the
+    /// store. A store that cannot take the write only means the event may
+    /// be sent again after a restart.
+    async fn delivered(&self, task_id: &str, config_id: &str, seq: u64) {
+        if let Some(list) = self.write_configs().get_mut(task_id) {
+            for webhook in list {
+                if webhook.registered.id() == config_id {
+                    webhook.delivered_seq = webhook.delivered_seq.max(seq);
+                }
             }
         }
+        if let Err(error) = self
+            .store
+            .push_delivered(task_id.to_owned(), config_id.to_owned(), seq)
+            .await
+        {
+            tracing::warn!(task = %task_id, config = %config_id, seq, %error, "cannot record a push delivery; it may be repeated after a restart");
+        }
     }
 
-    /// Stop task `task_id`'s worker if no event waits for it. Under the
-    /// queues' lock, so [`Pusher::post`] never hands an event to a worker
+    /// Stop webhook `key`'s worker if no event waits for it. Under the
+    /// queues' lock, so [`Pusher::queue`] never hands an event to a worker
     /// that is going away.
-    fn retire(&self, task_id: &str, events: &mpsc::UnboundedReceiver<Arc<[u8]>>) -> bool {
+    fn retire(&self, key: &WebhookKey, events: &mpsc::UnboundedReceiver<Pending>) -> bool {
         let mut queues = self.queues();
         if events.is_empty() {
-            queues.remove(task_id);
+            queues.remove(key);
             true
         } else {
             false
         }
     }
 
-    fn find(&self, task_id: &str, id: &str) -> Option<Registered> {
+    fn find(&self, task_id: &str, id: &str) -> Option<Webhook> {
         self.read_configs()
             .get(task_id)?
             .iter()
-            .find(|registered| registered.id() == id)
+            .find(|webhook| webhook.registered.id() == id)
             .cloned()
     }
 
     // These locks guard plain map operations, which cannot panic halfway.
-    fn read_configs(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<Registered>>> {
+    fn read_configs(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<Webhook>>> {
         self.configs.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write_configs(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Vec<Registered>>> {
+    fn write_configs(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Vec<Webhook>>> {
         self.configs.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn queues(&self) -> MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Arc<[u8]>>>> {
+    fn queues(&self) -> MutexGuard<'_, HashMap<WebhookKey, mpsc::UnboundedSender<Pending>>> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// A task's delivery worker: its events in order, until it has been idle a
-/// while or the pusher is gone.
-async fn work(
-    pusher: Weak<Pusher>,
-    task_id: String,
-    mut events: mpsc::UnboundedReceiver<Arc<[u8]>>,
-) {
+/// A webhook's delivery worker: its events in order, until it has been idle
+/// a while or the pusher is gone.
+async fn work(pusher: Weak<Pusher>, key: WebhookKey, mut events: mpsc::UnboundedReceiver<Pending>) {
     loop {
         match tokio::time::timeout(WORKER_IDLE, events.recv()).await {
-            Ok(Some(body)) => {
+            Ok(Some(pending)) => {
                 let Some(pusher) = pusher.upgrade() else {
                     return;
                 };
-                pusher.deliver_all(&task_id, body).await;
+                pusher.deliver_one(&key, pending).await;
             }
             Ok(None) => return,
             Err(_) => {
                 let Some(pusher) = pusher.upgrade() else {
                     return;
                 };
-                if pusher.retire(&task_id, &events) {
+                if pusher.retire(&key, &events) {
                     return;
                 }
             }

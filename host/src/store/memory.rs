@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
-    Created, ListPage, ListQuery, LogEntry, MessageLookup, StoreError, StoreFuture, StoredArtifact,
-    StoredEvent, StoredMessage, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+    Created, ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError,
+    StoreFuture, StoredArtifact, StoredEvent, StoredMessage, StoredPushConfig, StoredTask,
+    TaskStore, TaskWrite,
 };
 
 /// Tasks in a map.
@@ -24,7 +25,8 @@ struct Tables {
     tasks: HashMap<String, Row>,
     /// The last write revision handed out.
     revision: u64,
-    push_configs: BTreeMap<(String, String), String>,
+    /// (task, config) -> (document, delivered_seq).
+    push_configs: BTreeMap<(String, String), (String, u64)>,
     /// (creator, id of the first message) -> task, for resent first messages.
     first_messages: HashMap<(String, String), String>,
 }
@@ -207,10 +209,25 @@ impl TaskStore for MemoryStore {
         ready(Ok(ended.len() as u64))
     }
 
-    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, ()> {
-        self.tables()
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {
+        let mut tables = self.tables();
+        let latest = tables
+            .tasks
+            .get(&config.task_id)
+            .and_then(|row| row.log.iter().rev().find_map(|entry| entry.event.as_ref()))
+            .map_or(0, |event| event.seq);
+        let entry = tables
             .push_configs
-            .insert((config.task_id, config.config_id), config.document);
+            .entry((config.task_id, config.config_id))
+            .or_insert((String::new(), latest));
+        entry.0 = config.document;
+        ready(Ok(entry.1))
+    }
+
+    fn push_delivered(&self, task_id: String, config_id: String, seq: u64) -> StoreFuture<'_, ()> {
+        if let Some((_, delivered)) = self.tables().push_configs.get_mut(&(task_id, config_id)) {
+            *delivered = (*delivered).max(seq);
+        }
         ready(Ok(()))
     }
 
@@ -223,16 +240,21 @@ impl TaskStore for MemoryStore {
         ready(Ok(removed))
     }
 
-    fn push_configs(&self) -> StoreFuture<'_, Vec<StoredPushConfig>> {
+    fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
         let tables = self.tables();
         ready(Ok(tables
             .push_configs
             .iter()
-            .map(|((task_id, config_id), document)| StoredPushConfig {
-                task_id: task_id.clone(),
-                config_id: config_id.clone(),
-                document: document.clone(),
-            })
+            .map(
+                |((task_id, config_id), (document, delivered_seq))| PushConfigRecord {
+                    config: StoredPushConfig {
+                        task_id: task_id.clone(),
+                        config_id: config_id.clone(),
+                        document: document.clone(),
+                    },
+                    delivered_seq: *delivered_seq,
+                },
+            )
             .collect()))
     }
 }

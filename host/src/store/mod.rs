@@ -117,14 +117,24 @@ pub trait TaskStore: Send + Sync + 'static {
     /// many tasks went.
     fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64>;
 
-    /// Store (or replace) push-notification configuration `config`.
-    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, ()>;
+    /// Store (or replace) push-notification configuration `config`, and
+    /// return its delivery cursor (see [`PushConfigRecord`]). A new
+    /// configuration starts at the task's latest stored event: it is owed
+    /// nothing from before it existed. A replaced one keeps its cursor.
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64>;
+
+    /// Record that every event of task `task_id` numbered up to `seq` has
+    /// been delivered (or given up on) to configuration `config_id`. A
+    /// cursor never moves back; a configuration deleted meanwhile is left
+    /// deleted.
+    fn push_delivered(&self, task_id: String, config_id: String, seq: u64) -> StoreFuture<'_, ()>;
 
     /// Delete a push-notification configuration; `false` if there was none.
     fn delete_push_config(&self, task_id: String, config_id: String) -> StoreFuture<'_, bool>;
 
-    /// Every push-notification configuration, for the delivery cache.
-    fn push_configs(&self) -> StoreFuture<'_, Vec<StoredPushConfig>>;
+    /// Every push-notification configuration with its delivery cursor, for
+    /// the delivery cache.
+    fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>>;
 }
 
 /// Everything one commit changes in one task.
@@ -275,6 +285,18 @@ pub struct StoredPushConfig {
     pub config_id: String,
     /// The `TaskPushNotificationConfig` JSON.
     pub document: String,
+}
+
+/// A stored push-notification configuration and how far delivery to it got.
+///
+/// The task's log is the outbox: an event is committed before it is pushed,
+/// so after a crash the events numbered after `delivered_seq` are exactly
+/// those the webhook may not have received, and they are sent again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushConfigRecord {
+    pub config: StoredPushConfig,
+    /// Every event of the task numbered up to this was delivered or given up on.
+    pub delivered_seq: u64,
 }
 
 #[cfg(test)]

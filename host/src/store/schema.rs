@@ -13,15 +13,21 @@
 //!   defence against applying a message twice.
 //! * `participants`: who may see a task, so ListTasks finds a caller's tasks
 //!   by index.
-//! * `push_configs`: push-notification configurations.
+//! * `push_configs`: push-notification configurations, each with the number
+//!   of the last event delivered to it (`delivered_seq`): the log is the
+//!   outbox, and a restart resends what comes after.
 //!
 //! The version is `PRAGMA user_version`; a newer one than this build knows
-//! is refused rather than misread.
+//! is refused rather than misread, an older one is upgraded in place:
+//!
+//! * 1 -> 2: `push_configs.delivered_seq`, set to each task's latest event
+//!   (what a version 1 database delivered is not known; resending a whole
+//!   history would be worse than missing what was in flight).
 
 use rusqlite::Connection;
 
 /// The schema version this build writes.
-pub(super) const VERSION: i64 = 1;
+pub(super) const VERSION: i64 = 2;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -82,15 +88,25 @@ CREATE TABLE IF NOT EXISTS participants (
 CREATE INDEX IF NOT EXISTS participants_by_id ON participants (participant_id, task_id);
 
 CREATE TABLE IF NOT EXISTS push_configs (
-    task_id   TEXT NOT NULL,
-    config_id TEXT NOT NULL,
-    document  TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    config_id     TEXT NOT NULL,
+    document      TEXT NOT NULL,
+    delivered_seq INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (task_id, config_id)
 ) WITHOUT ROWID;
 ";
 
-/// Create the tables if they are missing; refuse a database from a newer
-/// version.
+/// Version 1 to 2: delivery cursors.
+const DELIVERY_CURSORS: &str = "
+ALTER TABLE push_configs ADD COLUMN delivered_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE push_configs SET delivered_seq = (
+    SELECT COALESCE(MAX(event_seq), 0) FROM task_log
+    WHERE task_log.task_id = push_configs.task_id
+);
+";
+
+/// Create the tables in a new database, upgrade an older one; refuse a
+/// database from a newer version.
 pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
     let found: i64 = connection
         .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -101,9 +117,19 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
              run a newer tiny-harness or point [store] path at another file"
         ));
     }
+    // A fresh database gets the current tables at once; an older one is
+    // upgraded step by step, all in one transaction.
+    let steps = match found {
+        0 => TABLES,
+        1 => DELIVERY_CURSORS,
+        _ => return Ok(()),
+    };
     connection
         .execute_batch(&format!(
-            "BEGIN; {TABLES} PRAGMA user_version = {VERSION}; COMMIT;"
+            "BEGIN IMMEDIATE; {steps} PRAGMA user_version = {VERSION}; COMMIT;"
         ))
-        .map_err(|error| error.to_string())
+        .map_err(|error| {
+            let _ = connection.execute_batch("ROLLBACK");
+            format!("upgrading the database from schema version {found} to {VERSION}: {error}")
+        })
 }

@@ -26,8 +26,8 @@ use tokio::sync::oneshot;
 
 use super::schema;
 use super::{
-    ListPage, ListQuery, LogEntry, MessageLookup, StoreError, StoreFuture, StoredEvent,
-    StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+    ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError, StoreFuture,
+    StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
 };
 
 /// How long a statement waits for a lock held by another process before the
@@ -266,8 +266,24 @@ impl TaskStore for SqliteStore {
         })
     }
 
-    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, ()> {
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {
         let done = self.write(Action::PutPushConfig(config));
+        Box::pin(async move {
+            match done.await? {
+                Outcome::Cursor(seq) => Ok(seq),
+                _ => Err(StoreError::Corrupt(
+                    "storing a push configuration returned no cursor".into(),
+                )),
+            }
+        })
+    }
+
+    fn push_delivered(&self, task_id: String, config_id: String, seq: u64) -> StoreFuture<'_, ()> {
+        let done = self.write(Action::PushDelivered {
+            task_id,
+            config_id,
+            seq,
+        });
         Box::pin(async move { done.await.map(|_| ()) })
     }
 
@@ -276,15 +292,19 @@ impl TaskStore for SqliteStore {
         Box::pin(async move { Ok(matches!(done.await?, Outcome::Count(n) if n > 0)) })
     }
 
-    fn push_configs(&self) -> StoreFuture<'_, Vec<StoredPushConfig>> {
+    fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
         self.read(|connection| {
-            let mut statement = connection
-                .prepare_cached("SELECT task_id, config_id, document FROM push_configs")?;
+            let mut statement = connection.prepare_cached(
+                "SELECT task_id, config_id, document, delivered_seq FROM push_configs",
+            )?;
             let rows = statement.query_map([], |row| {
-                Ok(StoredPushConfig {
-                    task_id: row.get(0)?,
-                    config_id: row.get(1)?,
-                    document: row.get(2)?,
+                Ok(PushConfigRecord {
+                    config: StoredPushConfig {
+                        task_id: row.get(0)?,
+                        config_id: row.get(1)?,
+                        document: row.get(2)?,
+                    },
+                    delivered_seq: uint(row.get(3)?),
                 })
             })?;
             rows.collect()
@@ -358,14 +378,26 @@ struct Job {
 
 enum Action {
     Commit(Vec<TaskWrite>),
-    Purge { before_ms: i64 },
+    Purge {
+        before_ms: i64,
+    },
     PutPushConfig(StoredPushConfig),
-    DeletePushConfig { task_id: String, config_id: String },
+    PushDelivered {
+        task_id: String,
+        config_id: String,
+        seq: u64,
+    },
+    DeletePushConfig {
+        task_id: String,
+        config_id: String,
+    },
 }
 
 enum Outcome {
     Done,
     Count(u64),
+    /// A push configuration's delivery cursor.
+    Cursor(u64),
 }
 
 struct Writer {
@@ -489,12 +521,32 @@ impl Writer {
             }
             Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Count),
             Action::PutPushConfig(config) => {
+                let cursor: i64 = self
+                    .connection
+                    .prepare_cached(
+                        "INSERT INTO push_configs (task_id, config_id, document, delivered_seq)
+                         VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(event_seq), 0)
+                                              FROM task_log WHERE task_id = ?1))
+                         ON CONFLICT (task_id, config_id) DO UPDATE SET document = excluded.document
+                         RETURNING delivered_seq",
+                    )?
+                    .query_row(
+                        params![config.task_id, config.config_id, config.document],
+                        |row| row.get(0),
+                    )?;
+                Ok(Outcome::Cursor(uint(cursor)))
+            }
+            Action::PushDelivered {
+                task_id,
+                config_id,
+                seq,
+            } => {
                 self.connection
                     .prepare_cached(
-                        "INSERT OR REPLACE INTO push_configs (task_id, config_id, document)
-                         VALUES (?1, ?2, ?3)",
+                        "UPDATE push_configs SET delivered_seq = MAX(delivered_seq, ?3)
+                         WHERE task_id = ?1 AND config_id = ?2",
                     )?
-                    .execute(params![config.task_id, config.config_id, config.document])?;
+                    .execute(params![task_id, config_id, int(*seq)])?;
                 Ok(Outcome::Done)
             }
             Action::DeletePushConfig { task_id, config_id } => {

@@ -361,7 +361,11 @@ async fn push_configs_are_stored_replaced_and_deleted() {
             .expect(name);
         assert_eq!(
             store.push_configs().await.expect(name),
-            [config("{\"v\":2}")]
+            [PushConfigRecord {
+                config: config("{\"v\":2}"),
+                delivered_seq: 0
+            }],
+            "{name}"
         );
         let delete = || store.delete_push_config("t".into(), "c".into());
         assert!(delete().await.expect(name), "{name}");
@@ -370,6 +374,89 @@ async fn push_configs_are_stored_replaced_and_deleted() {
             "{name}: deleting twice is fine"
         );
     }
+}
+
+#[tokio::test]
+async fn push_cursors_start_at_the_latest_event_and_only_move_forward() {
+    for (name, store, _dir) in backends() {
+        let config = |id: &str| StoredPushConfig {
+            task_id: "t".into(),
+            config_id: id.into(),
+            document: "{}".into(),
+        };
+        store
+            .commit(vec![create("t", "alice", "m1")])
+            .await
+            .expect(name);
+        let mut more = update("t", "input-required", 20);
+        more.entries = vec![entry(2, Some(2)), entry(3, Some(3))];
+        store.commit(vec![more]).await.expect(name);
+
+        // Created after event 3: owed nothing before it.
+        let cursor = store.put_push_config(config("a")).await.expect(name);
+        assert_eq!(cursor, 3, "{name}");
+        let mut more = update("t", "working", 30);
+        more.entries = vec![entry(4, Some(4)), entry(5, Some(5))];
+        store.commit(vec![more]).await.expect(name);
+        for (config, seq) in [("a", 4), ("gone", 4), ("a", 2)] {
+            store
+                .push_delivered("t".into(), config.into(), seq)
+                .await
+                .expect(name);
+        }
+        // Replacing the document keeps the cursor.
+        assert_eq!(
+            store.put_push_config(config("a")).await.expect(name),
+            4,
+            "{name}"
+        );
+        let records = store.push_configs().await.expect(name);
+        assert_eq!(
+            records.len(),
+            1,
+            "{name}: a cursor for an unknown config creates nothing"
+        );
+        assert_eq!(records[0].delivered_seq, 4, "{name}");
+        let owed = store.events_after("t".into(), 4).await.expect(name);
+        assert_eq!(
+            owed.iter().map(|event| event.seq).collect::<Vec<_>>(),
+            [5],
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v1.db");
+    // Version 1 is version 2 without the cursors.
+    drop(SqliteStore::open(&path, Synchronous::Normal).expect("opens"));
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch(
+            "ALTER TABLE push_configs DROP COLUMN delivered_seq;
+             INSERT INTO task_log VALUES ('t', 0, 1, 'created', '{}', NULL, NULL);
+             INSERT INTO task_log VALUES ('t', 1, 1, 'status', '{}', 7, '{}');
+             INSERT INTO push_configs VALUES ('t', 'c', '{}');
+             INSERT INTO push_configs VALUES ('quiet', 'c', '{}');
+             PRAGMA user_version = 1;",
+        )
+        .expect("version 1 written");
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
+    let mut cursors: Vec<(String, u64)> = store
+        .push_configs()
+        .await
+        .expect("reads")
+        .into_iter()
+        .map(|record| (record.config.task_id, record.delivered_seq))
+        .collect();
+    cursors.sort();
+    assert_eq!(cursors, [("quiet".to_owned(), 0), ("t".to_owned(), 7)]);
+    drop(store);
+    // Opening again finds the current version and changes nothing.
+    let again = SqliteStore::open(&path, Synchronous::Normal).expect("reopens");
+    assert_eq!(again.push_configs().await.expect("reads").len(), 2);
 }
 
 #[tokio::test]

@@ -810,7 +810,7 @@ impl TaskActor {
                 .post(Operation::TaskCreated, json!({ "task": self.view() }));
         }
         for event in published.events {
-            self.env.push.post(&self.record.id, &event.event);
+            self.env.push.post(&self.record.id, event.seq, &event.event);
             // No subscribers is fine.
             let _ = self.events.send(event);
         }

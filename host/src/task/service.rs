@@ -181,12 +181,14 @@ impl TaskService {
         }
     }
 
-    /// Bring back what a restart interrupted: read the push configurations,
-    /// then start the actor of every task a turn was running (or due) in and
+    /// Bring back what a restart interrupted: read the push configurations
+    /// and queue the notifications they were still owed, then start the actor of every task a turn was running (or due) in and
     /// of every open parent that may have missed a sub-task's end. Each
     /// settles itself (see `recovery`). Returns how many were started.
     pub async fn recover(&self) -> Result<usize, A2aError> {
-        self.inner.env.push.load().await.map_err(store_error)?;
+        let push = &self.inner.env.push;
+        push.load().await.map_err(store_error)?;
+        push.resend_undelivered().await.map_err(store_error)?;
         let resumed = self.resume().await?;
         if resumed > 0 {
             tracing::info!(

@@ -340,3 +340,88 @@ async fn webhooks_on_private_addresses_are_refused_by_default() {
         Some(2)
     );
 }
+
+/// The task's log is the outbox: a notification still being retried when
+/// the server is SIGKILLed is sent once the server is back, and a webhook
+/// that already had every event gets none of them again.
+#[tokio::test(flavor = "multi_thread")]
+async fn notifications_in_flight_at_a_kill_are_sent_after_the_restart() {
+    let (addr, receiver) = receiver().await;
+    receiver
+        .failures
+        .lock()
+        .expect("lock")
+        .insert("outage".into(), usize::MAX);
+    // Retries a minute apart: the kill comes while the first undelivered
+    // event waits for its second attempt.
+    let config =
+        format!("{DEFAULT_CONFIG}\n[push]\nallow_private = true\ninitial_backoff_ms = 60000\n");
+    let mut harness = Harness::start(&config, None);
+    let alice = harness.client("alice");
+    let task = alice.say(None, "hello").await;
+    let id = task["id"].as_str().expect("id").to_owned();
+    for hook in ["outage", "steady"] {
+        alice
+            .ok(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": hook, "url": format!("http://{addr}/hook/{hook}")}),
+            )
+            .await;
+    }
+
+    alice.say(Some(&id), "ping").await;
+    accepted(&receiver, "steady", 2).await;
+    wait_for_cursor(&harness, &id, "steady").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while receiver.all("outage").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "outage never tried");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    harness.kill();
+
+    // The receiver is back; the server restarts with no new message sent.
+    receiver
+        .failures
+        .lock()
+        .expect("lock")
+        .insert("outage".into(), 0);
+    harness.restart();
+    let outage = accepted(&receiver, "outage", 2).await;
+    assert_eq!(
+        outage.iter().map(update_state).collect::<Vec<_>>(),
+        ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"],
+        "only the turn after the webhook was created, in order"
+    );
+    assert!(harness.logged("resending push notifications a restart left undelivered"));
+    // Let anything wrongly resent to `steady` arrive before counting.
+    wait_for_cursor(&harness, &id, "outage").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.accepted("steady").len(), 2, "steady had them all");
+    assert_eq!(receiver.accepted("outage").len(), 2, "each event once");
+}
+
+/// Wait until webhook `config` of task `task` is recorded, in the database,
+/// as having every event the task logged.
+async fn wait_for_cursor(harness: &Harness, task: &str, config: &str) {
+    let db = rusqlite::Connection::open(harness.db_path()).expect("opens");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (cursor, latest): (i64, i64) = db
+            .query_row(
+                "SELECT delivered_seq,
+                        (SELECT MAX(event_seq) FROM task_log WHERE task_id = ?1)
+                 FROM push_configs WHERE task_id = ?1 AND config_id = ?2",
+                [task, config],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("the webhook is stored");
+        if cursor == latest {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{config} stays at event {cursor} of {latest}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -12,8 +12,8 @@ use super::*;
 use crate::a2a::types::{TaskPushNotificationConfig, Timestamp};
 use crate::push::PushSettings;
 use crate::store::{
-    ListPage, ListQuery, LogEntry, MemoryStore, MessageLookup, StoreError, StoreFuture,
-    StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+    ListPage, ListQuery, LogEntry, MemoryStore, MessageLookup, PushConfigRecord, StoreError,
+    StoreFuture, StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
 };
 use crate::task::journal::{Journal, replay};
 use crate::task::state::{
@@ -462,16 +462,19 @@ impl TaskStore for Flaky {
     fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64> {
         self.inner.purge_terminal(before_ms)
     }
-    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, ()> {
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {
         match self.refused() {
             Some(error) => Box::pin(std::future::ready(Err(error))),
             None => self.inner.put_push_config(config),
         }
     }
+    fn push_delivered(&self, task_id: String, id: String, seq: u64) -> StoreFuture<'_, ()> {
+        self.inner.push_delivered(task_id, id, seq)
+    }
     fn delete_push_config(&self, task_id: String, id: String) -> StoreFuture<'_, bool> {
         self.inner.delete_push_config(task_id, id)
     }
-    fn push_configs(&self) -> StoreFuture<'_, Vec<StoredPushConfig>> {
+    fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
         self.inner.push_configs()
     }
 }
