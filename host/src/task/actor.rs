@@ -749,8 +749,19 @@ impl TaskActor {
         {
             // Only a change that cannot be serialized gets here; the record
             // moved ahead of what can be stored, so stop like a failed write.
-            self.broken.get_or_insert(error);
+            self.break_down(error);
         }
+    }
+
+    /// The record is ahead of the store: stop taking requests. The actor
+    /// leaves the directory before anyone hears of the failure, so a request
+    /// made after it (the store may be back) starts a fresh actor from the
+    /// store instead of reaching this one.
+    fn break_down(&mut self, error: A2aError) {
+        if let Some(directory) = self.directory.upgrade() {
+            directory.remove(&self.record.id, self.generation);
+        }
+        self.broken.get_or_insert(error);
     }
 
     fn note(&mut self, operation: Operation, context: Value) {
@@ -784,7 +795,7 @@ impl TaskActor {
             }
             Err(error) => {
                 tracing::error!(task = %self.record.id, %error, "a task change could not be stored; the task's actor stops");
-                self.broken = Some(error.clone());
+                self.break_down(error.clone());
                 Err(error)
             }
         }
@@ -876,13 +887,11 @@ impl TaskActor {
         }
     }
 
-    /// After a refused write: leave the directory and answer everyone
-    /// waiting with the error. The next request starts from the store.
+    /// After a refused write (the actor already left the directory): answer
+    /// everyone waiting, and every request that reached the inbox before it
+    /// left, with the error. The next request starts from the store.
     fn shut_down(mut self) {
         let error = self.broken.take().unwrap_or_else(stopped);
-        if let Some(directory) = self.directory.upgrade() {
-            directory.remove(&self.record.id, self.generation);
-        }
         self.inbox.close();
         for pending in self.queue.drain(..) {
             let _ = pending.reply.send(Err(error.clone()));
