@@ -277,14 +277,29 @@ impl Pusher {
             })
     }
 
-    pub(crate) fn list(&self, viewer: &Viewer, task_id: &str) -> Vec<TaskPushNotificationConfig> {
-        self.read_configs()
+    /// The configurations of `task_id` that `viewer` may see, ordered by id,
+    /// those after `after` (an id) only, at most `limit`; and whether more
+    /// follow.
+    pub(crate) fn list(
+        &self,
+        viewer: &Viewer,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> (Vec<TaskPushNotificationConfig>, bool) {
+        let mut visible: Vec<TaskPushNotificationConfig> = self
+            .read_configs()
             .get(task_id)
             .into_iter()
             .flatten()
             .filter(|webhook| webhook.registered.visible_to(viewer))
+            .filter(|webhook| after.is_none_or(|after| webhook.registered.id() > after))
             .map(|webhook| webhook.registered.config.clone())
-            .collect()
+            .collect();
+        visible.sort_by(|a, b| a.id.cmp(&b.id));
+        let more = visible.len() > limit;
+        visible.truncate(limit);
+        (visible, more)
     }
 
     /// Delete a configuration; no notification goes to it afterwards.

@@ -1,5 +1,6 @@
 //! `ListTasks`: the tasks the caller takes part in (every task for an
-//! admin), filtered, most recent status change first, in pages.
+//! admin), filtered, most recent status change first, in pages. Also the
+//! page tokens of `ListTaskPushNotificationConfigs`.
 //!
 //! The page token is an opaque cursor: the position of the last task of the
 //! previous page in that order (the store's status revision). A task whose status changes between two
@@ -92,6 +93,44 @@ fn decode_token(token: &str) -> Result<u64, A2aError> {
         })
 }
 
+/// Push configurations per page when the request names no size.
+const PUSH_PAGE_SIZE: usize = 100;
+
+/// `pageSize` of `ListTaskPushNotificationConfigs`: unset or 0 lets the
+/// server choose; larger than the default is capped to it.
+pub(crate) fn push_page_size(requested: Option<i32>) -> usize {
+    match requested.and_then(|size| usize::try_from(size).ok()) {
+        Some(size) if size > 0 => size.min(PUSH_PAGE_SIZE),
+        _ => PUSH_PAGE_SIZE,
+    }
+}
+
+/// The page token of `ListTaskPushNotificationConfigs`: the id of the last
+/// configuration of the previous page (they are ordered by id).
+pub(crate) fn encode_push_token(last_id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("config:{last_id}"))
+}
+
+pub(crate) fn decode_push_token(token: Option<&str>) -> Result<Option<String>, A2aError> {
+    let token = match token {
+        None | Some("") => return Ok(None),
+        Some(token) => token,
+    };
+    URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| text.strip_prefix("config:").map(str::to_owned))
+        .map(Some)
+        .ok_or_else(|| {
+            A2aError::invalid_field(
+                "pageToken",
+                "pageToken is not a token this server issued; pass the nextPageToken of the \
+                 previous page, or leave it out for the first page",
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +141,21 @@ mod tests {
         for bad in ["", "!!", "YWZ0ZXI6eA", "eHl6"] {
             assert!(decode_token(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn push_tokens_round_trip_and_foreign_ones_are_refused() {
+        let token = encode_push_token("hook/1 é");
+        assert_eq!(
+            decode_push_token(Some(&token)).ok(),
+            Some(Some("hook/1 é".to_owned()))
+        );
+        assert_eq!(decode_push_token(None).ok(), Some(None));
+        assert!(decode_push_token(Some(&encode_token(3))).is_err());
+        assert!(decode_push_token(Some("!!")).is_err());
+        assert_eq!(push_page_size(None), PUSH_PAGE_SIZE);
+        assert_eq!(push_page_size(Some(0)), PUSH_PAGE_SIZE);
+        assert_eq!(push_page_size(Some(2)), 2);
+        assert_eq!(push_page_size(Some(5000)), PUSH_PAGE_SIZE);
     }
 }

@@ -447,7 +447,7 @@ impl TaskService {
     }
 
     /// `ListTaskPushNotificationConfigs`: the caller's configurations of the
-    /// task (all of them, for an admin), in one page.
+    /// task (all of them, for an admin), by id, in pages.
     pub async fn list_push_configs(
         &self,
         caller: &Caller,
@@ -455,9 +455,20 @@ impl TaskService {
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         request.validate()?;
         let viewer = self.visible(caller, &request.task_id).await?;
+        let after = listing::decode_push_token(request.page_token.as_deref())?;
+        let limit = listing::push_page_size(request.page_size);
+        let (configs, more) =
+            self.inner
+                .env
+                .push
+                .list(&viewer, &request.task_id, after.as_deref(), limit);
+        let next_page_token = match configs.last().and_then(|last| last.id.as_deref()) {
+            Some(last) if more => listing::encode_push_token(last),
+            _ => String::new(),
+        };
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs: self.inner.env.push.list(&viewer, &request.task_id),
-            next_page_token: String::new(),
+            configs,
+            next_page_token,
         })
     }
 
@@ -731,7 +742,7 @@ impl TaskService {
                         let parsed = serde_json::from_str(&event.document).ok()?;
                         Some(Sequenced {
                             seq: event.seq,
-                            event: parsed,
+                            event: Arc::new(parsed),
                         })
                     })
                     .collect()

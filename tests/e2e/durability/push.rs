@@ -230,6 +230,41 @@ async fn events_reach_webhooks_with_their_credentials_and_retries() {
         Some(2),
         "{listed}"
     );
+    // In pages of one, by id: the two configurations once each.
+    let first = alice
+        .ok(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": id, "pageSize": 1}),
+        )
+        .await;
+    let token = first["nextPageToken"].as_str().expect("a next page");
+    let second = alice
+        .ok(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": id, "pageSize": 1, "pageToken": token}),
+        )
+        .await;
+    assert!(second.get("nextPageToken").is_none(), "{second}");
+    let mut paged = vec![
+        first["configs"][0]["id"].clone(),
+        second["configs"][0]["id"].clone(),
+    ];
+    let mut all: Vec<Value> = listed["configs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|config| config["id"].clone())
+        .collect();
+    paged.sort_by_key(Value::to_string);
+    all.sort_by_key(Value::to_string);
+    assert_eq!(paged, all);
+    let forged = alice
+        .rpc(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": id, "pageToken": "not-ours"}),
+        )
+        .await;
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
     let got: Value = alice
         .http
         .get(format!(
