@@ -102,9 +102,9 @@ impl Journal {
             Some(sequenced) => {
                 let stored = StoredEvent {
                     seq: sequenced.seq,
-                    document: to_json(&sequenced.event)?,
+                    document: to_json(sequenced.event.as_ref())?,
                 };
-                if matches!(sequenced.event, StreamResponse::StatusUpdate(_)) {
+                if matches!(*sequenced.event, StreamResponse::StatusUpdate(_)) {
                     self.status_changed = true;
                 }
                 self.events.push(sequenced);

@@ -8,6 +8,8 @@
 //! records rebuilds the same record, which is what lets a durable backend
 //! decide exactly as the live task did.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -387,7 +389,7 @@ impl TaskRecord {
         Applied {
             event: Some(Sequenced {
                 seq: self.seq,
-                event,
+                event: Arc::new(event),
             }),
             transition: None,
         }
@@ -540,12 +542,11 @@ mod tests {
             Change::Status(StatusChange::parked(reply, SubState::AwaitingAnswer)),
             now(),
         );
-        let Some(Sequenced {
-            seq: 1,
-            event: StreamResponse::StatusUpdate(update),
-        }) = applied.event
-        else {
-            panic!("expected the first status update, got {:?}", applied.event);
+        let Some(Sequenced { seq: 1, event }) = applied.event else {
+            panic!("expected the first event, got {:?}", applied.event);
+        };
+        let StreamResponse::StatusUpdate(update) = Arc::unwrap_or_clone(event) else {
+            panic!("expected a status update");
         };
         assert_eq!(update.metadata[SUB_STATE_KEY], "awaiting-answer");
         let message = update.status.message.expect("status message");
