@@ -39,6 +39,9 @@
 //! max_attempts = 5
 //! initial_backoff_ms = 500
 //! timeout_secs = 10
+//!
+//! [tls]
+//! extra_ca_files = []              # PEM roots for https webhooks and remote executors
 //! ```
 
 use std::collections::BTreeMap;
@@ -49,6 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::outbound::ExtraRoots;
 use crate::push::PushSettings;
 use crate::store::{StoreLocation, StoreOptions, Synchronous};
 
@@ -99,10 +103,27 @@ pub struct Config {
     pub store: StoreConfig,
     /// Push-notification delivery.
     pub push: PushConfig,
+    /// Outbound TLS.
+    pub tls: TlsConfig,
     /// The folder of the configuration file it was read from; relative store
-    /// paths are from there. Not a key of the file.
+    /// and CA file paths are from there. Not a key of the file.
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
+    /// The certificates of `[tls] extra_ca_files`, read by [`Config::load`].
+    /// Not a key of the file.
+    #[serde(skip)]
+    pub extra_roots: ExtraRoots,
+}
+
+/// `[tls]`: how the harness checks the servers it calls (https webhooks,
+/// remote hook executors).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM files of root certificates trusted on top of the system's, for
+    /// servers behind a private CA. Relative paths are from the
+    /// configuration file's folder. Default none.
+    pub extra_ca_files: Vec<PathBuf>,
 }
 
 /// `[store]`.
@@ -232,7 +253,9 @@ impl Default for Config {
             rate_limit: RateLimitConfig::default(),
             store: StoreConfig::default(),
             push: PushConfig::default(),
+            tls: TlsConfig::default(),
             base_dir: None,
+            extra_roots: ExtraRoots::default(),
         }
     }
 }
@@ -311,11 +334,13 @@ impl Config {
             path: path.to_owned(),
             error,
         })?;
-        let mut config = Config::from_toml(&text).map_err(|error| ConfigError::InFile {
+        let in_file = |error| ConfigError::InFile {
             path: path.to_owned(),
             error: Box::new(error),
-        })?;
+        };
+        let mut config = Config::from_toml(&text).map_err(in_file)?;
         config.base_dir = path.parent().map(Path::to_owned);
+        config.extra_roots = config.read_extra_roots().map_err(in_file)?;
         Ok(config)
     }
 
@@ -387,14 +412,30 @@ impl Config {
         }
     }
 
-    /// The push delivery settings of `[push]`.
+    /// The push delivery settings of `[push]`, trusting `[tls]`'s roots.
     pub fn push_settings(&self) -> PushSettings {
         PushSettings {
             allow_private: self.push.allow_private,
             max_attempts: self.push.max_attempts,
             initial_backoff: Duration::from_millis(self.push.initial_backoff_ms),
             timeout: Duration::from_secs(self.push.timeout_secs),
+            extra_roots: self.extra_roots.clone(),
         }
+    }
+
+    /// Read `[tls] extra_ca_files`, relative to the configuration file's
+    /// folder.
+    fn read_extra_roots(&self) -> Result<ExtraRoots, ConfigError> {
+        let files: Vec<PathBuf> = self
+            .tls
+            .extra_ca_files
+            .iter()
+            .map(|file| match &self.base_dir {
+                Some(base) if file.is_relative() => base.join(file),
+                _ => file.clone(),
+            })
+            .collect();
+        ExtraRoots::from_pem_files(&files).map_err(|problem| invalid("tls.extra_ca_files", problem))
     }
 
     /// Refuses to serve beyond loopback without tokens. See [`check_exposure`].
@@ -771,5 +812,24 @@ mod tests {
             .expect_err("missing")
             .to_string();
         assert!(message.contains("cannot read"), "{message}");
+    }
+
+    #[test]
+    fn extra_ca_files_are_read_from_beside_the_file_and_must_hold_certificates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("th.toml");
+        std::fs::write(&path, "[tls]\nextra_ca_files = [\"ca/corp.pem\"]\n").expect("write");
+        let message = Config::load(Some(&path))
+            .expect_err("the CA file is missing")
+            .to_string();
+        assert!(message.contains("tls.extra_ca_files"), "{message}");
+        assert!(message.contains("corp.pem"), "{message}");
+
+        std::fs::create_dir(dir.path().join("ca")).expect("mkdir");
+        let ca = rcgen::generate_simple_self_signed(vec!["ca.example".to_owned()]).expect("a CA");
+        std::fs::write(dir.path().join("ca/corp.pem"), ca.cert.pem()).expect("write");
+        let config = Config::load(Some(&path)).expect("valid");
+        assert_ne!(config.extra_roots, ExtraRoots::default());
+        assert_eq!(config.push_settings().extra_roots, config.extra_roots);
     }
 }

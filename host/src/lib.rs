@@ -14,6 +14,8 @@
 //! - [`model`]: model providers, with a deterministic offline default;
 //! - [`store`]: where tasks are kept (an embedded SQLite event log, or memory);
 //! - [`push`]: push notifications: webhook configurations and their delivery;
+//! - [`outbound`]: the HTTP clients that call out (webhooks, remote
+//!   executors), over http or https;
 //! - [`config`]: the configuration file and its defaults;
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
@@ -22,6 +24,7 @@ pub mod commands;
 pub mod config;
 pub mod hooks;
 pub mod model;
+pub mod outbound;
 pub mod plugins;
 pub mod push;
 pub mod scaffold;

@@ -209,7 +209,8 @@ impl Plugins {
     fn load(config: &Config) -> anyhow::Result<Self> {
         let loader = PluginLoader::new(WasmRuntime::new(RuntimeConfig {
             cache_dir: config.cache_dir.clone(),
-        })?);
+        })?)
+        .with_extra_roots(&config.extra_roots);
         let report = Arc::new(RwLock::new(LoadReport::default()));
         let natives: NativeRegistrations = {
             let report = report.clone();

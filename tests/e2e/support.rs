@@ -29,6 +29,15 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
     })
 }
 
+/// An HTTP client for talking to the server under test. Built by the
+/// harness's own `outbound` module, which installs the TLS crypto provider
+/// a bare `reqwest::Client::new()` would panic without.
+pub fn http() -> reqwest::Client {
+    tiny_harness::outbound::client_builder(&Default::default())
+        .build()
+        .expect("an HTTP client")
+}
+
 /// The compiled-component cache every test shares, under the target dir
 /// (`cargo clean` removes it). Entries are keyed by content and engine, and
 /// written by rename, so concurrent test processes can share it safely.

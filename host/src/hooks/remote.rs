@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::{
     Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, HookCall, HookPoint,
 };
+use crate::outbound;
 
 /// An executor behind a URL.
 pub struct RemoteExecutor {
@@ -70,9 +71,10 @@ impl RemoteExecutor {
         if err.is_timeout() {
             ExecutorFault::Timeout(self.timeout)
         } else if err.is_decode() {
+            let err = outbound::describe(err);
             ExecutorFault::BadAnswer(format!("{} sent a body that is not JSON: {err}", self.url))
         } else {
-            ExecutorFault::Unreachable(format!("{}: {err}", self.url))
+            ExecutorFault::Unreachable(format!("{}: {}", self.url, outbound::describe(err)))
         }
     }
 }

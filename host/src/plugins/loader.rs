@@ -25,6 +25,7 @@ use crate::hooks::{
     DEFAULT_PRIORITY, Executor, ExecutorKind, HookEntry, HookPoint, Operation, Phase,
     RemoteExecutor,
 };
+use crate::outbound::{self, ExtraRoots};
 
 /// How long a hook executor may run when hooks.json does not say.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -56,9 +57,16 @@ impl PluginLoader {
     pub fn new(runtime: WasmRuntime) -> Self {
         PluginLoader {
             runtime,
-            http: reqwest::Client::new(),
+            http: http_client(&ExtraRoots::default()),
             embedded_builtin: true,
         }
+    }
+
+    /// Trust `extra_roots` (on top of the system's) for remote executors
+    /// served over https.
+    pub fn with_extra_roots(mut self, extra_roots: &ExtraRoots) -> Self {
+        self.http = http_client(extra_roots);
+        self
     }
 
     /// Whether to fall back to the built-in plugin compiled into the binary
@@ -411,4 +419,14 @@ fn parse_remote_url(url: &str) -> Result<reqwest::Url, String> {
 fn is_hidden(path: &Path) -> bool {
     path.file_name()
         .is_some_and(|name| name.to_string_lossy().starts_with('.'))
+}
+
+/// The client remote executors share; each call sets its own timeout.
+fn http_client(extra_roots: &ExtraRoots) -> reqwest::Client {
+    outbound::client_builder(extra_roots)
+        .build()
+        .unwrap_or_else(|error| {
+            tracing::error!(%error, "cannot configure the remote executors' HTTP client; using the defaults");
+            reqwest::Client::new()
+        })
 }

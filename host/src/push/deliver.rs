@@ -21,6 +21,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 
 use super::PushSettings;
 use crate::a2a::types::TaskPushNotificationConfig;
+use crate::outbound;
 
 /// The header carrying a configuration's `token`.
 pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
@@ -95,7 +96,7 @@ async fn post(
     let response = request
         .send()
         .await
-        .map_err(|error| Failure::Retry(describe(&error)))?;
+        .map_err(|error| Failure::Retry(outbound::describe(error)))?;
     let status = response.status();
     if status.is_success() {
         Ok(())
@@ -106,14 +107,5 @@ async fn post(
         Err(Failure::Retry(format!("the webhook answered {status}")))
     } else {
         Err(Failure::Final(format!("the webhook answered {status}")))
-    }
-}
-
-/// The error without the URL's query (it could hold a secret).
-fn describe(error: &reqwest::Error) -> String {
-    let error = error.to_string();
-    match error.split_once('?') {
-        Some((before, _)) => before.to_owned(),
-        None => error,
     }
 }

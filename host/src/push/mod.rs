@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{StreamResponse, TaskPushNotificationConfig};
+use crate::outbound::{self, ExtraRoots};
 use crate::store::{PushConfigRecord, StoreError, StoredPushConfig, TaskStore};
 
 pub use deliver::TOKEN_HEADER;
@@ -47,6 +48,8 @@ pub struct PushSettings {
     pub initial_backoff: Duration,
     /// How long one attempt may take.
     pub timeout: Duration,
+    /// Roots trusted for https webhooks on top of the system's.
+    pub extra_roots: ExtraRoots,
 }
 
 impl Default for PushSettings {
@@ -56,6 +59,7 @@ impl Default for PushSettings {
             max_attempts: 5,
             initial_backoff: Duration::from_millis(500),
             timeout: Duration::from_secs(10),
+            extra_roots: ExtraRoots::default(),
         }
     }
 }
@@ -121,7 +125,7 @@ pub struct Pusher {
 
 impl Pusher {
     pub fn new(store: Arc<dyn TaskStore>, settings: PushSettings) -> Arc<Self> {
-        let client = reqwest::Client::builder()
+        let client = outbound::client_builder(&settings.extra_roots)
             .redirect(reqwest::redirect::Policy::none())
             // A proxy would connect on our behalf to whatever the webhook
             // names, around the address check.

@@ -89,15 +89,19 @@ async fn receiver() -> (SocketAddr, Arc<Receiver>) {
         .lock()
         .expect("lock")
         .insert("flaky".into(), 2);
-    let app = axum::Router::new()
-        .route("/hook/{name}", post(hook))
-        .with_state(Arc::clone(&receiver));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
+    let app = receiver_app(&receiver);
     tokio::spawn(async move { axum::serve(listener, app).await });
     (addr, receiver)
+}
+
+fn receiver_app(receiver: &Arc<Receiver>) -> axum::Router {
+    axum::Router::new()
+        .route("/hook/{name}", post(hook))
+        .with_state(Arc::clone(receiver))
 }
 
 /// Wait until `hook` has accepted `count` notifications.
@@ -137,7 +141,9 @@ async fn events_reach_webhooks_with_their_credentials_and_retries() {
     let (addr, receiver) = receiver().await;
     let mut harness = Harness::start(&format!("{DEFAULT_CONFIG}{PUSH_CONFIG}"), None);
     let alice = harness.client("alice");
-    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", harness.base))
+    let card: Value = crate::support::http()
+        .get(format!("{}/.well-known/agent-card.json", harness.base))
+        .send()
         .await
         .expect("card")
         .json()
@@ -459,4 +465,138 @@ async fn wait_for_cursor(harness: &Harness, task: &str, config: &str) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A private CA, and a certificate it issued for 127.0.0.1 and localhost.
+struct PrivateCa {
+    ca_pem: String,
+    server: tokio_rustls::TlsAcceptor,
+}
+
+impl PrivateCa {
+    fn new() -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().expect("a CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).expect("the CA certificate");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let server_key = KeyPair::generate().expect("a server key");
+        let server_cert =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("server params")
+                .signed_by(&server_key, &issuer)
+                .expect("the server certificate");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![server_cert.der().clone()], key)
+        .expect("a server TLS config");
+        PrivateCa {
+            ca_pem: ca_cert.pem(),
+            server: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        }
+    }
+}
+
+/// Accepts TLS connections for axum; a failed handshake (an untrusting
+/// client hangs up) is skipped.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.tls.accept(stream).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// An https webhook behind a private CA: delivered once the CA is in
+/// `[tls] extra_ca_files`; without it the certificate is refused and
+/// nothing reaches the receiver.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_webhooks_are_delivered_when_their_ca_is_trusted() {
+    let ca = PrivateCa::new();
+    let receiver = Arc::new(Receiver::default());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = tcp.local_addr().expect("addr");
+    let listener = TlsListener {
+        tcp,
+        tls: ca.server.clone(),
+    };
+    let app = receiver_app(&receiver);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let ca_dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = ca_dir.path().join("private-ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).expect("write the CA");
+    let push = "\n[push]\nallow_private = true\ninitial_backoff_ms = 50\nmax_attempts = 2\n";
+
+    let untrusting = Harness::start(&format!("{DEFAULT_CONFIG}{push}"), None);
+    let alice = untrusting.client("alice");
+    let task = alice.say(None, "hello").await;
+    let id = task["id"].as_str().expect("id");
+    alice
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": format!("https://127.0.0.1:{}/hook/refused", addr.port())}),
+        )
+        .await;
+    alice.say(Some(id), "ping").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !untrusting.logged("a push notification could not be delivered") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the untrusted certificate was never refused"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        untrusting.logged("certificate"),
+        "the log says why: the certificate"
+    );
+    assert!(receiver.all("refused").is_empty());
+    drop(untrusting);
+
+    let config = format!(
+        "{DEFAULT_CONFIG}{push}\n[tls]\nextra_ca_files = [\"{}\"]\n",
+        ca_file.display()
+    );
+    let trusting = Harness::start(&config, None);
+    let alice = trusting.client("alice");
+    let task = alice.say(None, "hello").await;
+    let id = task["id"].as_str().expect("id");
+    alice
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": format!("https://localhost:{}/hook/secure", addr.port()), "token": "t"}),
+        )
+        .await;
+    alice.say(Some(id), "ping").await;
+    let delivered = accepted(&receiver, "secure", 2).await;
+    assert_eq!(
+        delivered.iter().map(update_state).collect::<Vec<_>>(),
+        ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+    );
+    assert_eq!(header(&delivered[0], "x-a2a-notification-token"), "t");
 }

@@ -111,13 +111,14 @@ async fn an_unregistered_slash_word_is_an_ordinary_message() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_card_lists_the_status_and_commands_extensions() {
     let server = Server::with_defaults();
-    let card: serde_json::Value =
-        reqwest::get(format!("{}/.well-known/agent-card.json", server.base))
-            .await
-            .expect("fetched")
-            .json()
-            .await
-            .expect("json");
+    let card: serde_json::Value = crate::support::http()
+        .get(format!("{}/.well-known/agent-card.json", server.base))
+        .send()
+        .await
+        .expect("fetched")
+        .json()
+        .await
+        .expect("json");
     assert_eq!(card["capabilities"]["streaming"], true);
     let extensions = card["capabilities"]["extensions"]
         .as_array()

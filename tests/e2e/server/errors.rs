@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::support::{Server, text_message};
 
 async fn raw_rpc(server: &Server, version: Option<&str>, body: Vec<u8>) -> (u16, Value) {
-    let mut request = reqwest::Client::new()
+    let mut request = crate::support::http()
         .post(format!("{}/", server.base))
         .header("content-type", "application/json")
         .header("X-Participant-Id", "alice");
@@ -153,7 +153,7 @@ async fn a_participant_over_their_rate_limit_is_told_so() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_http_json_binding_speaks_the_same_protocol() {
     let server = Server::with_defaults();
-    let http = reqwest::Client::new();
+    let http = crate::support::http();
     let post = |path: &str| {
         http.post(format!("{}{path}", server.base))
             .header("A2A-Version", "1.0")

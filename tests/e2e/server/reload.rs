@@ -45,13 +45,14 @@ async fn a_dropped_in_plugin_works_within_a_second_and_leaves_when_removed() {
     .await;
     eprintln!("drop-in to working command: {took:?}");
 
-    let card: serde_json::Value =
-        reqwest::get(format!("{}/.well-known/agent-card.json", server.base))
-            .await
-            .expect("card")
-            .json()
-            .await
-            .expect("json");
+    let card: serde_json::Value = crate::support::http()
+        .get(format!("{}/.well-known/agent-card.json", server.base))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
     assert!(
         card.to_string().contains("\"greet\""),
         "the card follows the generation"

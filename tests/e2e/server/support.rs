@@ -39,7 +39,7 @@ impl Server {
 
     pub fn client(&self, participant: &str) -> Client {
         Client {
-            http: reqwest::Client::new(),
+            http: crate::support::http(),
             base: self.base.clone(),
             participant: participant.to_owned(),
         }
