@@ -41,6 +41,8 @@
 //! timeout_secs = 10
 //!
 //! [tls]
+//! # cert_file = "server.pem"       # serve https: the certificate chain (PEM) ...
+//! # key_file = "server-key.pem"    # ... and its private key (PEM); both or neither
 //! extra_ca_files = []              # PEM roots for https webhooks and remote executors
 //! ```
 
@@ -115,11 +117,16 @@ pub struct Config {
     pub extra_roots: ExtraRoots,
 }
 
-/// `[tls]`: how the harness checks the servers it calls (https webhooks,
-/// remote hook executors).
+/// `[tls]`: serving https, and how the harness checks the servers it calls
+/// (https webhooks, remote hook executors).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsConfig {
+    /// The server's certificate chain, PEM: with `key_file`, the server speaks
+    /// https. Relative paths are from the configuration file's folder.
+    pub cert_file: Option<PathBuf>,
+    /// The private key of `cert_file`, PEM.
+    pub key_file: Option<PathBuf>,
     /// PEM files of root certificates trusted on top of the system's, for
     /// servers behind a private CA. Relative paths are from the
     /// configuration file's folder. Default none.
@@ -392,7 +399,24 @@ impl Config {
         }
         self.rate_limit.validate()?;
         self.store.validate()?;
-        self.push.validate()
+        self.push.validate()?;
+        self.tls.validate()
+    }
+
+    /// `[tls] cert_file` and `key_file`, resolved against the configuration
+    /// file's folder, when the server is to speak https.
+    pub fn server_identity(&self) -> Option<(PathBuf, PathBuf)> {
+        let cert = self.tls.cert_file.as_deref()?;
+        let key = self.tls.key_file.as_deref()?;
+        Some((self.resolve(cert), self.resolve(key)))
+    }
+
+    /// `path`, relative to the configuration file's folder if it is relative.
+    fn resolve(&self, path: &Path) -> PathBuf {
+        match &self.base_dir {
+            Some(base) if path.is_relative() => base.join(path),
+            _ => path.to_owned(),
+        }
     }
 
     /// Where and how to open the task store: `[store] path` resolved against the
@@ -430,10 +454,7 @@ impl Config {
             .tls
             .extra_ca_files
             .iter()
-            .map(|file| match &self.base_dir {
-                Some(base) if file.is_relative() => base.join(file),
-                _ => file.clone(),
-            })
+            .map(|file| self.resolve(file))
             .collect();
         ExtraRoots::from_pem_files(&files).map_err(|problem| invalid("tls.extra_ca_files", problem))
     }
@@ -441,6 +462,27 @@ impl Config {
     /// Refuses to serve beyond loopback without tokens. See [`check_exposure`].
     pub fn check_exposure(&self) -> Result<(), ConfigError> {
         check_exposure(self.listen, !self.auth.tokens.is_empty())
+    }
+}
+
+impl TlsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        match (&self.cert_file, &self.key_file) {
+            (Some(_), None) => Err(invalid(
+                "tls.key_file",
+                "cert_file is set without key_file; set both to serve https, or neither",
+            )),
+            (None, Some(_)) => Err(invalid(
+                "tls.cert_file",
+                "key_file is set without cert_file; set both to serve https, or neither",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the server speaks https.
+    pub fn serves_https(&self) -> bool {
+        self.cert_file.is_some() && self.key_file.is_some()
     }
 }
 
@@ -786,6 +828,8 @@ mod tests {
             ("[store]\npath = \"\"", "store.path"),
             ("[push]\nmax_attempts = 0", "push.max_attempts"),
             ("[push]\nallow_privat = true", "allow_privat"),
+            ("[tls]\ncert_file = \"c.pem\"", "tls.key_file"),
+            ("[tls]\nkey_file = \"k.pem\"", "tls.cert_file"),
         ] {
             let message = error(text);
             assert!(message.contains(key), "{text}: {message}");

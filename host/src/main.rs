@@ -257,14 +257,37 @@ impl Plugins {
 }
 
 async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Result<()> {
+    // A broken certificate stops the start before anything listens.
+    let acceptor = match config.server_identity() {
+        Some((cert, key)) => Some(
+            server::tls::acceptor(&cert, &key)
+                .map_err(|problem| anyhow::anyhow!("invalid configuration: `[tls]`: {problem}"))?,
+        ),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
     let app = server::app(service, ServerSettings::new(config, bound));
-    // The end-to-end tests read this line to find the port.
-    eprintln!("listening on http://{bound}");
-    server::serve(listener, app, shutdown_signal()).await?;
+    match acceptor {
+        Some(acceptor) => {
+            // The end-to-end tests read this line to find the port.
+            eprintln!("listening on https://{bound}");
+            let listener = server::tls::TlsListener::new(listener, acceptor)?;
+            server::serve(listener, app, shutdown_signal()).await?;
+        }
+        None => {
+            if !bound.ip().to_canonical().is_loopback() {
+                tracing::warn!(
+                    "serving plain http beyond loopback: bearer tokens cross the network in clear \
+                     text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
+                );
+            }
+            eprintln!("listening on http://{bound}");
+            server::serve(listener, app, shutdown_signal()).await?;
+        }
+    }
     Ok(())
 }
 

@@ -220,3 +220,54 @@ pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
         log,
     }
 }
+
+/// A private CA, and a server certificate it issued for 127.0.0.1 and
+/// localhost, written as PEM files into a folder: `ca.pem`, `server.pem`,
+/// `server-key.pem`.
+pub struct PrivateCa {
+    pub ca_file: PathBuf,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl PrivateCa {
+    pub fn issue(dir: &Path) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().expect("a CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).expect("the CA certificate");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let server_key = KeyPair::generate().expect("a server key");
+        let server_cert =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("server params")
+                .signed_by(&server_key, &issuer)
+                .expect("the server certificate");
+        let ca = PrivateCa {
+            ca_file: dir.join("ca.pem"),
+            cert_file: dir.join("server.pem"),
+            key_file: dir.join("server-key.pem"),
+        };
+        std::fs::write(&ca.ca_file, ca_cert.pem()).expect("write the CA");
+        std::fs::write(&ca.cert_file, server_cert.pem()).expect("write the certificate");
+        std::fs::write(&ca.key_file, server_key.serialize_pem()).expect("write the key");
+        ca
+    }
+
+    /// A TLS acceptor serving the server certificate.
+    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        tiny_harness::a2a::server::tls::acceptor(&self.cert_file, &self.key_file)
+            .expect("a TLS identity")
+    }
+
+    /// An HTTP client that trusts this CA.
+    pub fn client(&self) -> reqwest::Client {
+        let roots =
+            tiny_harness::outbound::ExtraRoots::from_pem_files(std::slice::from_ref(&self.ca_file))
+                .expect("the CA");
+        tiny_harness::outbound::client_builder(&roots)
+            .build()
+            .expect("an HTTP client")
+    }
+}

@@ -13,8 +13,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+use tiny_harness::a2a::server::tls::TlsListener;
+
 use super::support::Harness;
 use crate::server::support::{DEFAULT_CONFIG, text_message};
+use crate::support::PrivateCa;
 
 /// One notification as the receiver saw it.
 #[derive(Clone, Debug)]
@@ -467,89 +470,22 @@ async fn wait_for_cursor(harness: &Harness, task: &str, config: &str) {
     }
 }
 
-/// A private CA, and a certificate it issued for 127.0.0.1 and localhost.
-struct PrivateCa {
-    ca_pem: String,
-    server: tokio_rustls::TlsAcceptor,
-}
-
-impl PrivateCa {
-    fn new() -> Self {
-        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().expect("a CA key");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).expect("the CA certificate");
-        let issuer = Issuer::new(ca_params, ca_key);
-        let server_key = KeyPair::generate().expect("a server key");
-        let server_cert =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-                .expect("server params")
-                .signed_by(&server_key, &issuer)
-                .expect("the server certificate");
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into());
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![server_cert.der().clone()], key)
-        .expect("a server TLS config");
-        PrivateCa {
-            ca_pem: ca_cert.pem(),
-            server: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-        }
-    }
-}
-
-/// Accepts TLS connections for axum; a failed handshake (an untrusting
-/// client hangs up) is skipped.
-struct TlsListener {
-    tcp: tokio::net::TcpListener,
-    tls: tokio_rustls::TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((stream, addr)) = self.tcp.accept().await else {
-                continue;
-            };
-            if let Ok(tls) = self.tls.accept(stream).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
-}
-
 /// An https webhook behind a private CA: delivered once the CA is in
 /// `[tls] extra_ca_files`; without it the certificate is refused and
 /// nothing reaches the receiver.
 #[tokio::test(flavor = "multi_thread")]
 async fn https_webhooks_are_delivered_when_their_ca_is_trusted() {
-    let ca = PrivateCa::new();
+    let ca_dir = tempfile::tempdir().expect("tempdir");
+    let ca = PrivateCa::issue(ca_dir.path());
     let receiver = Arc::new(Receiver::default());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = tcp.local_addr().expect("addr");
-    let listener = TlsListener {
-        tcp,
-        tls: ca.server.clone(),
-    };
+    let listener = TlsListener::new(tcp, ca.acceptor()).expect("a TLS listener");
     let app = receiver_app(&receiver);
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let ca_dir = tempfile::tempdir().expect("tempdir");
-    let ca_file = ca_dir.path().join("private-ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).expect("write the CA");
+    let ca_file = &ca.ca_file;
     let push = "\n[push]\nallow_private = true\ninitial_backoff_ms = 50\nmax_attempts = 2\n";
 
     let untrusting = Harness::start(&format!("{DEFAULT_CONFIG}{push}"), None);

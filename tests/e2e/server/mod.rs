@@ -10,3 +10,4 @@ mod languages;
 mod lifecycle;
 mod reload;
 mod roles;
+mod tls;

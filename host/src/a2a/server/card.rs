@@ -57,7 +57,7 @@ pub(crate) struct CardContext<'a> {
 pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let registry = state.service.registries().current();
     let card = build(&CardContext {
-        base_url: base_url(state.bound, headers.get(HOST)),
+        base_url: base_url(state.scheme, state.bound, headers.get(HOST)),
         bearer: state.auth.requires_token(),
         registry: &registry,
     });
@@ -152,16 +152,17 @@ fn security(bearer: bool) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequ
     (schemes, vec![requirement])
 }
 
-/// `http://<bound address>`, or `http://<Host>` when bound to an unspecified address.
-fn base_url(bound: SocketAddr, host: Option<&HeaderValue>) -> String {
+/// `<scheme>://<bound address>`, or `<scheme>://<Host>` when bound to an unspecified
+/// address.
+fn base_url(scheme: &str, bound: SocketAddr, host: Option<&HeaderValue>) -> String {
     let from_host = || {
         let authority: Authority = host?.to_str().ok()?.parse().ok()?;
         // A userinfo part has no place in a Host header; do not repeat it.
         (!authority.as_str().contains('@')).then(|| authority.to_string())
     };
     match bound.ip().is_unspecified().then(from_host).flatten() {
-        Some(authority) => format!("http://{authority}"),
-        None => format!("http://{bound}"),
+        Some(authority) => format!("{scheme}://{authority}"),
+        None => format!("{scheme}://{bound}"),
     }
 }
 
@@ -185,14 +186,14 @@ mod tests {
     #[test]
     fn urls_use_the_bound_address() {
         assert_eq!(
-            base_url(addr("127.0.0.1:4321"), None),
+            base_url("http", addr("127.0.0.1:4321"), None),
             "http://127.0.0.1:4321"
         );
-        assert_eq!(base_url(addr("[::1]:80"), None), "http://[::1]:80");
+        assert_eq!(base_url("http", addr("[::1]:80"), None), "http://[::1]:80");
         // A Host header does not override a specific address.
         let host = HeaderValue::from_static("evil.example:1");
         assert_eq!(
-            base_url(addr("127.0.0.1:4321"), Some(&host)),
+            base_url("http", addr("127.0.0.1:4321"), Some(&host)),
             "http://127.0.0.1:4321"
         );
     }
@@ -201,18 +202,21 @@ mod tests {
     fn an_unspecified_address_uses_the_host_header() {
         let host = HeaderValue::from_static("agent.example:8080");
         assert_eq!(
-            base_url(addr("0.0.0.0:8080"), Some(&host)),
+            base_url("http", addr("0.0.0.0:8080"), Some(&host)),
             "http://agent.example:8080"
         );
-        assert_eq!(base_url(addr("0.0.0.0:8080"), None), "http://0.0.0.0:8080");
+        assert_eq!(
+            base_url("http", addr("0.0.0.0:8080"), None),
+            "http://0.0.0.0:8080"
+        );
         let bogus = HeaderValue::from_static("a b");
         assert_eq!(
-            base_url(addr("0.0.0.0:8080"), Some(&bogus)),
+            base_url("http", addr("0.0.0.0:8080"), Some(&bogus)),
             "http://0.0.0.0:8080"
         );
         let userinfo = HeaderValue::from_static("user@agent.example");
         assert_eq!(
-            base_url(addr("[::]:8080"), Some(&userinfo)),
+            base_url("http", addr("[::]:8080"), Some(&userinfo)),
             "http://[::]:8080"
         );
     }

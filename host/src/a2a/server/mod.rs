@@ -51,6 +51,7 @@ mod rest;
 mod sse;
 #[cfg(test)]
 mod tests;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
@@ -61,7 +62,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
-use tokio::net::TcpListener;
 
 use crate::a2a::error::A2aError;
 use crate::a2a::types::SendMessageRequest;
@@ -89,6 +89,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub struct ServerSettings {
     /// The address the listener is bound to; the agent card's URLs point here.
     pub bound: SocketAddr,
+    /// Whether the listener speaks TLS (`[tls] cert_file`): the card's URLs are https.
+    pub tls: bool,
     /// Bearer token -> participant id. Empty: callers are self-asserted (loopback only).
     pub tokens: BTreeMap<String, String>,
     /// The largest request body accepted, in bytes.
@@ -107,6 +109,7 @@ impl ServerSettings {
     pub fn new(config: &Config, bound: SocketAddr) -> Self {
         ServerSettings {
             bound,
+            tls: config.tls.serves_https(),
             tokens: config.auth.tokens.clone(),
             // A limit beyond the address space is no limit at all.
             max_body_bytes: usize::try_from(config.limits.max_body_bytes).unwrap_or(usize::MAX),
@@ -124,6 +127,8 @@ pub(crate) struct AppState {
     auth: Arc<Authenticator>,
     limiter: Arc<RateLimiter>,
     bound: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     max_body_bytes: usize,
     keep_alive: Duration,
 }
@@ -138,6 +143,7 @@ impl AppState {
                 settings.rate_limit_per_second,
             )),
             bound: settings.bound,
+            scheme: if settings.tls { "https" } else { "http" },
             max_body_bytes: settings.max_body_bytes,
             keep_alive: settings.keep_alive,
         }
@@ -174,11 +180,15 @@ pub fn app(service: TaskService, settings: ServerSettings) -> Router {
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting connections
 /// and gives open requests and streams [`SHUTDOWN_GRACE`] to finish before closing them.
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L>(
+    listener: L,
     app: Router,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
         // A dropped sender also means stop.

@@ -23,6 +23,7 @@ const LIMIT: usize = 4096;
 fn settings() -> ServerSettings {
     ServerSettings {
         bound: "127.0.0.1:4000".parse().expect("address"),
+        tls: false,
         tokens: Default::default(),
         max_body_bytes: LIMIT,
         rate_limit_burst: 100,
