@@ -169,3 +169,54 @@ async fn every_remote_failure_fails_the_command_and_the_next_one_works() {
             .expect("the next command works");
     }
 }
+
+/// A remote body behind https with a private CA: refused (and the reason
+/// named) by a loader that does not trust the CA, served by one that does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_body_over_https_needs_its_ca_trusted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = crate::support::PrivateCa::issue(dir.path());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = tcp.local_addr().expect("addr").port();
+    let listener =
+        tiny_harness::a2a::server::tls::TlsListener::new(tcp, ca.acceptor()).expect("TLS");
+    let app = axum::Router::new()
+        .route("/rpc/{behaviour}", post(rpc))
+        .with_state(Seen::default());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let hooks = json!({"hooks": [{"name": "deploy-body", "point": "command.invoked.in",
+        "command": "deploy", "url": format!("https://localhost:{port}/rpc/deploy")}]});
+    let commands = json!({"commands": [{"name": "deploy", "description": "remote",
+        "usage": "/deploy [what]", "arguments": [{"name": "what", "type": "text"}]}]});
+    let folder = PluginsFolder::new().with_plugin(
+        "remote",
+        &[
+            ("plugin.json", r#"{"name": "remote", "version": "1.0.0"}"#),
+            ("commands.json", &commands.to_string()),
+            ("hooks.json", &hooks.to_string()),
+        ],
+    );
+
+    let untrusting = folder.load();
+    let Err(CommandFailure::Failed(message)) = send(&untrusting.registry, "/deploy it").await
+    else {
+        panic!("an unknown CA is refused");
+    };
+    assert!(message.contains("certificate"), "{message}");
+
+    let roots =
+        tiny_harness::outbound::ExtraRoots::from_pem_files(std::slice::from_ref(&ca.ca_file))
+            .expect("the CA");
+    let trusting = tiny_harness::plugins::PluginLoader::new(crate::support::runtime())
+        .with_extra_roots(&roots)
+        .load(
+            Some(folder.path()),
+            tiny_harness::commands::CommandRegistry::builder(),
+        );
+    let outcome = send(&trusting.registry, "/deploy it")
+        .await
+        .expect("served over https");
+    assert_eq!(outcome.reply.text, "deployed it for alice");
+}
