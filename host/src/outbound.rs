@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 /// Certificates trusted on top of the system's roots, as PEM text.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ExtraRoots {
     /// (file it came from, its PEM text), each checked to hold at least
     /// one certificate.
@@ -45,6 +45,15 @@ impl ExtraRoots {
                 }
             })
             .collect()
+    }
+}
+
+// The files, not kilobytes of PEM, when a configuration is printed.
+impl std::fmt::Debug for ExtraRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.bundles.iter().map(|(path, _)| path))
+            .finish()
     }
 }
 
