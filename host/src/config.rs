@@ -23,6 +23,7 @@
 //!
 //! [limits]
 //! max_body_bytes = 1048576
+//! header_read_timeout_secs = 30    # to send a request's headers, per request
 //!
 //! [rate_limit]
 //! per_participant_burst = 20
@@ -192,6 +193,9 @@ pub struct AuthConfig {
 pub struct LimitsConfig {
     /// The largest request body accepted, in bytes. Default 1 MiB.
     pub max_body_bytes: u64,
+    /// Seconds a connection has to send a request's headers (each request on a kept-alive
+    /// connection included); then it is closed. Default 30.
+    pub header_read_timeout_secs: u64,
 }
 
 /// `[rate_limit]`: a token bucket per participant, on message sends only.
@@ -303,6 +307,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_body_bytes: 1024 * 1024,
+            header_read_timeout_secs: 30,
         }
     }
 }
@@ -396,6 +401,12 @@ impl Config {
         self.auth.validate()?;
         if self.limits.max_body_bytes == 0 {
             return Err(invalid("limits.max_body_bytes", "must be at least 1"));
+        }
+        if self.limits.header_read_timeout_secs == 0 {
+            return Err(invalid(
+                "limits.header_read_timeout_secs",
+                "must be at least 1",
+            ));
         }
         self.rate_limit.validate()?;
         self.store.validate()?;

@@ -269,13 +269,15 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
-    let app = server::app(service, ServerSettings::new(config, bound));
+    let settings = ServerSettings::new(config, bound);
+    let header_read_timeout = settings.header_read_timeout;
+    let app = server::app(service, settings);
     match acceptor {
         Some(acceptor) => {
             // The end-to-end tests read this line to find the port.
             eprintln!("listening on https://{bound}");
             let listener = server::tls::TlsListener::new(listener, acceptor)?;
-            server::serve(listener, app, shutdown_signal()).await?;
+            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
         }
         None => {
             if !bound.ip().to_canonical().is_loopback() {
@@ -285,7 +287,7 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
                 );
             }
             eprintln!("listening on http://{bound}");
-            server::serve(listener, app, shutdown_signal()).await?;
+            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
         }
     }
     Ok(())

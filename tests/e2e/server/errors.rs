@@ -1,9 +1,11 @@
 //! Every error path of the bindings gets its specific A2A error, and none of
 //! them loses or changes anything.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use super::support::{Server, text_message};
+use super::support::{DEFAULT_CONFIG, Server, text_message};
 
 async fn raw_rpc(server: &Server, version: Option<&str>, body: Vec<u8>) -> (u16, Value) {
     let mut request = crate::support::http()
@@ -213,4 +215,43 @@ async fn the_http_json_binding_speaks_the_same_protocol() {
         .await
         .expect("sent");
     assert_eq!(old.status(), 400, "unsupported version");
+}
+
+/// A client that starts a request and never finishes its headers is cut off
+/// after `[limits] header_read_timeout_secs`; others are served meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_that_trickles_its_headers_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = Server::start(
+        &format!("{DEFAULT_CONFIG}\n[limits]\nheader_read_timeout_secs = 1\n"),
+        None,
+    );
+    let authority = server.base.trim_start_matches("http://");
+    let mut slow = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connects");
+    slow.write_all(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("half a request");
+
+    let card = crate::support::http()
+        .get(format!("{}/.well-known/agent-card.json", server.base))
+        .send()
+        .await
+        .expect("served while the slow client waits");
+    assert_eq!(card.status(), 200);
+
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest))
+        .await
+        .expect("the server closes the connection");
+    // Closed (possibly with a 408 first), never answered with the card.
+    assert!(
+        read.is_err() || !String::from_utf8_lossy(&rest).contains("200 OK"),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
 }

@@ -54,7 +54,7 @@ mod tests;
 pub mod tls;
 
 use std::collections::BTreeMap;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +95,8 @@ pub struct ServerSettings {
     pub tokens: BTreeMap<String, String>,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How long a connection has to send a request's headers.
+    pub header_read_timeout: Duration,
     /// Message sends a participant may make in a burst.
     pub rate_limit_burst: u32,
     /// Message sends per second a participant regains.
@@ -113,6 +115,7 @@ impl ServerSettings {
             tokens: config.auth.tokens.clone(),
             // A limit beyond the address space is no limit at all.
             max_body_bytes: usize::try_from(config.limits.max_body_bytes).unwrap_or(usize::MAX),
+            header_read_timeout: Duration::from_secs(config.limits.header_read_timeout_secs),
             rate_limit_burst: config.rate_limit.per_participant_burst,
             rate_limit_per_second: config.rate_limit.per_participant_per_second,
             keep_alive: DEFAULT_KEEP_ALIVE,
@@ -178,38 +181,56 @@ pub fn app(service: TaskService, settings: ServerSettings) -> Router {
         .with_state(state)
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting connections
-/// and gives open requests and streams [`SHUTDOWN_GRACE`] to finish before closing them.
+/// Serves `app` on `listener` (HTTP/1.1) until `shutdown` resolves, then stops accepting
+/// connections and gives open requests and streams [`SHUTDOWN_GRACE`] to finish before
+/// closing them.
+///
+/// A connection has `header_read_timeout` to send a request's headers (the first request
+/// and each next one on a kept-alive connection), so clients that trickle bytes or sit
+/// idle cannot pin connections forever. `axum::serve` sets no timer, which leaves hyper's
+/// timeout off; hence this loop over hyper directly.
 pub async fn serve<L>(
-    listener: L,
+    mut listener: L,
     app: Router,
+    header_read_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
     L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
 {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
-        // A dropped sender also means stop.
-        let _ = stopped.await;
-    });
-    let mut server = tokio::spawn(server.into_future());
-    tokio::select! {
-        finished = &mut server => return finished.map_err(std::io::Error::other)?,
-        () = shutdown => {}
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let connections = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (io, _peer) = tokio::select! {
+            connection = listener.accept() => connection,
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = http.serve_connection(TokioIo::new(io), service);
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
     }
+    drop(listener);
     tracing::info!("shutting down");
-    let _ = stop.send(());
-    match tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await {
-        Ok(finished) => finished.map_err(std::io::Error::other)?,
-        Err(_) => {
-            tracing::warn!(
-                "open requests did not finish within {} s; closing them",
-                SHUTDOWN_GRACE.as_secs()
-            );
-            server.abort();
-            Ok(())
-        }
+    if tokio::time::timeout(SHUTDOWN_GRACE, connections.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "open requests did not finish within {} s; closing them",
+            SHUTDOWN_GRACE.as_secs()
+        );
     }
+    Ok(())
 }

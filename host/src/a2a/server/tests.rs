@@ -26,6 +26,7 @@ fn settings() -> ServerSettings {
         tls: false,
         tokens: Default::default(),
         max_body_bytes: LIMIT,
+        header_read_timeout: Duration::from_secs(30),
         rate_limit_burst: 100,
         rate_limit_per_second: 100.0,
         keep_alive: Duration::from_secs(15),
