@@ -255,3 +255,42 @@ async fn a_connection_that_trickles_its_headers_is_closed() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// SIGTERM stops the server cleanly: it stops accepting, lets the open
+/// request finish, and exits 0.
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("tiny-harness.toml");
+    std::fs::write(&config, DEFAULT_CONFIG).expect("write config");
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).expect("mkdir");
+    let mut spawned = crate::support::spawn_server(&config, &plugins, "info");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &spawned.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let exit = loop {
+        if let Some(exit) = spawned.child.try_wait().expect("waits") {
+            break exit;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit}");
+    // The log reader may still be draining the closed pipe.
+    let said = |text: &str| {
+        let log = spawned.log.lock().expect("log");
+        log.iter().any(|line| line.contains(text))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !said("shutting down") {
+        assert!(std::time::Instant::now() < deadline, "no shutdown logged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
