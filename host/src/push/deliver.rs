@@ -5,7 +5,9 @@
 //! <scheme> <credentials>` from the configuration's `authentication`; and
 //! the configuration's `token`, echoed in `X-A2A-Notification-Token` so the
 //! receiver can check where a notification came from (the header the
-//! official SDKs use).
+//! official SDKs use); and `X-Tiny-Harness-Event-Seq`, the event's number in
+//! its task's sequence, so a receiver can drop a repeat (delivery is at least
+//! once) by `(taskId, seq)`.
 //!
 //! A 2xx is a delivery. Connection failures, timeouts, 408, 429 and 5xx are
 //! retried, waiting `initial_backoff`, then twice as long each time, up to
@@ -26,6 +28,9 @@ use crate::outbound;
 /// The header carrying a configuration's `token`.
 pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
+/// The header carrying the event's number in its task's sequence.
+pub const SEQ_HEADER: &str = "X-Tiny-Harness-Event-Seq";
+
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -36,18 +41,19 @@ pub(crate) struct Undelivered {
     pub(crate) last_error: String,
 }
 
-/// POST `body` to `config`'s webhook until it is accepted or the attempts
-/// run out; returns how many attempts it took.
+/// POST `body`, event number `seq` of its task, to `config`'s webhook until
+/// it is accepted or the attempts run out; returns how many attempts it took.
 pub(crate) async fn deliver(
     client: &reqwest::Client,
     settings: &PushSettings,
     config: &TaskPushNotificationConfig,
+    seq: u64,
     body: &[u8],
 ) -> Result<u32, Undelivered> {
     let mut backoff = settings.initial_backoff;
     let mut attempt = 1;
     loop {
-        let last_error = match post(client, config, body).await {
+        let last_error = match post(client, config, seq, body).await {
             Ok(()) => return Ok(attempt),
             Err(Failure::Final(error)) => {
                 return Err(Undelivered {
@@ -77,11 +83,13 @@ enum Failure {
 async fn post(
     client: &reqwest::Client,
     config: &TaskPushNotificationConfig,
+    seq: u64,
     body: &[u8],
 ) -> Result<(), Failure> {
     let mut request = client
         .post(&config.url)
         .header(CONTENT_TYPE, "application/a2a+json")
+        .header(SEQ_HEADER, seq)
         .body(body.to_vec());
     if let Some(authentication) = &config.authentication {
         let value = match &authentication.credentials {

@@ -33,7 +33,7 @@ use crate::a2a::types::{StreamResponse, TaskPushNotificationConfig};
 use crate::outbound::{self, ExtraRoots};
 use crate::store::{PushConfigRecord, StoreError, StoredPushConfig, TaskStore};
 
-pub use deliver::TOKEN_HEADER;
+pub use deliver::{SEQ_HEADER, TOKEN_HEADER};
 
 /// How webhooks are reached (`[push]` in the configuration).
 #[derive(Clone, Debug, PartialEq)]
@@ -383,8 +383,14 @@ impl Pusher {
             return;
         }
         let config = webhook.registered.config;
-        if let Err(undelivered) =
-            deliver::deliver(&self.client, &self.settings, &config, &pending.body).await
+        if let Err(undelivered) = deliver::deliver(
+            &self.client,
+            &self.settings,
+            &config,
+            pending.seq,
+            &pending.body,
+        )
+        .await
         {
             tracing::warn!(
                 task = %task_id,

@@ -228,6 +228,21 @@ async fn events_reach_webhooks_with_their_credentials_and_retries() {
         assert_eq!(header(delivery, "authorization"), "Bearer s3cret");
         assert_eq!(header(delivery, "x-a2a-notification-token"), "tok-1");
     }
+    // Every webhook sees the same event under the same number, counting up.
+    let seqs = |deliveries: &[Delivery]| -> Vec<u64> {
+        deliveries
+            .iter()
+            .map(|d| {
+                header(d, "x-tiny-harness-event-seq")
+                    .parse()
+                    .expect("a number")
+            })
+            .collect()
+    };
+    assert_eq!(seqs(&flaky), seqs(&steady));
+    assert_eq!(seqs(&steady)[1], seqs(&steady)[0] + 1);
+    let retried = seqs(&tries);
+    assert_eq!(retried[0], retried[2], "a retry repeats its event's number");
 
     // Both bindings read the configurations back; bob, a watcher, sees
     // none of alice's credentials.
@@ -437,6 +452,17 @@ async fn notifications_in_flight_at_a_kill_are_sent_after_the_restart() {
         "only the turn after the webhook was created, in order"
     );
     assert!(harness.logged("resending push notifications a restart left undelivered"));
+    let numbers = |deliveries: Vec<Delivery>| -> Vec<String> {
+        deliveries
+            .iter()
+            .map(|d| header(d, "x-tiny-harness-event-seq").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        numbers(outage.clone()),
+        numbers(receiver.accepted("steady")),
+        "resent under their original numbers"
+    );
     // Let anything wrongly resent to `steady` arrive before counting.
     wait_for_cursor(&harness, &id, "outage").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
