@@ -172,6 +172,18 @@ impl Pusher {
         Ok(())
     }
 
+    /// Drop the cached configurations of `task_ids`, which the store purged
+    /// (retention) with their configurations.
+    pub(crate) fn forget(&self, task_ids: &[String]) {
+        if task_ids.is_empty() {
+            return;
+        }
+        let mut configs = self.write_configs();
+        for task_id in task_ids {
+            configs.remove(task_id);
+        }
+    }
+
     /// Queue again, after a restart, the events each webhook was owed (the
     /// task's events after its cursor). Call once, after [`Pusher::load`]
     /// and before tasks run, so they go out before anything new.

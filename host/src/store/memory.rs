@@ -185,7 +185,7 @@ impl TaskStore for MemoryStore {
         ready(Ok(ids))
     }
 
-    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, Vec<String>> {
         let mut tables = self.tables();
         let ended: Vec<String> = tables
             .tasks
@@ -202,11 +202,11 @@ impl TaskStore for MemoryStore {
                     .remove(&(creator, first.message_id.clone()));
             }
         }
-        let ended: HashSet<&String> = ended.iter().collect();
+        let gone: HashSet<&String> = ended.iter().collect();
         tables
             .push_configs
-            .retain(|(task_id, _), _| !ended.contains(task_id));
-        ready(Ok(ended.len() as u64))
+            .retain(|(task_id, _), _| !gone.contains(task_id));
+        ready(Ok(ended))
     }
 
     fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {

@@ -113,9 +113,9 @@ pub trait TaskStore: Send + Sync + 'static {
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>>;
 
     /// Delete every terminal task whose last status change is older than
-    /// `before_ms` (Unix milliseconds), with everything it holds. Returns how
-    /// many tasks went.
-    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64>;
+    /// `before_ms` (Unix milliseconds), with everything it holds. Returns the
+    /// ids of the tasks that went.
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, Vec<String>>;
 
     /// Store (or replace) push-notification configuration `config`, and
     /// return its delivery cursor (see [`PushConfigRecord`]). A new

@@ -256,12 +256,12 @@ impl TaskStore for SqliteStore {
         })
     }
 
-    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, Vec<String>> {
         let done = self.write(Action::Purge { before_ms });
         Box::pin(async move {
             match done.await? {
-                Outcome::Count(count) => Ok(count),
-                _ => Ok(0),
+                Outcome::Purged(ids) => Ok(ids),
+                _ => Err(StoreError::Corrupt("purging returned no task ids".into())),
             }
         })
     }
@@ -398,6 +398,8 @@ enum Outcome {
     Count(u64),
     /// A push configuration's delivery cursor.
     Cursor(u64),
+    /// The ids of purged tasks.
+    Purged(Vec<String>),
 }
 
 struct Writer {
@@ -519,7 +521,7 @@ impl Writer {
                 }
                 Ok(Outcome::Done)
             }
-            Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Count),
+            Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Purged),
             Action::PutPushConfig(config) => {
                 let cursor: i64 = self
                     .connection
@@ -678,8 +680,12 @@ fn missing_task(id: &str) -> rusqlite::Error {
     )
 }
 
-fn purge(connection: &Connection, before_ms: i64) -> rusqlite::Result<u64> {
+fn purge(connection: &Connection, before_ms: i64) -> rusqlite::Result<Vec<String>> {
     const ENDED: &str = "SELECT id FROM tasks WHERE terminal = 1 AND status_at_ms < ?1";
+    let ids: Vec<String> = connection
+        .prepare(ENDED)?
+        .query_map([before_ms], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     for table in [
         "task_log",
         "messages",
@@ -692,11 +698,12 @@ fn purge(connection: &Connection, before_ms: i64) -> rusqlite::Result<u64> {
             [before_ms],
         )?;
     }
-    let purged = connection.execute(
+    connection.execute(
         "DELETE FROM tasks WHERE terminal = 1 AND status_at_ms < ?1",
         [before_ms],
     )?;
-    Ok(purged as u64)
+    // Same transaction, same condition: exactly the tasks listed above went.
+    Ok(ids)
 }
 
 // --- Reads -----------------------------------------------------------------------------------

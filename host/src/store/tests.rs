@@ -322,7 +322,11 @@ async fn retention_purges_old_terminal_tasks_only() {
             document: "{}".into(),
         };
         store.put_push_config(config).await.expect(name);
-        assert_eq!(store.purge_terminal(200).await.expect(name), 1, "{name}");
+        assert_eq!(
+            store.purge_terminal(200).await.expect(name),
+            ["old"],
+            "{name}"
+        );
         assert!(
             store.head("old".into()).await.expect(name).is_none(),
             "{name}"

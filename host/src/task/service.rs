@@ -260,10 +260,8 @@ impl TaskService {
             .purge_terminal(before)
             .await
             .map_err(store_error)?;
-        if purged > 0 {
-            env.push.load().await.map_err(store_error)?;
-        }
-        Ok(purged)
+        env.push.forget(&purged);
+        Ok(purged.len() as u64)
     }
 
     /// How many task actors are in memory now.

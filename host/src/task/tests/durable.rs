@@ -459,7 +459,7 @@ impl TaskStore for Flaky {
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
         self.inner.recovery_candidates()
     }
-    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, Vec<String>> {
         self.inner.purge_terminal(before_ms)
     }
     fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {
