@@ -11,41 +11,57 @@
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-/// Certificates trusted on top of the system's roots, as PEM text.
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+/// Certificates trusted on top of the system's roots.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ExtraRoots {
-    /// (file it came from, its PEM text), each checked to hold at least
-    /// one certificate.
-    bundles: Vec<(PathBuf, Vec<u8>)>,
+    /// (file it came from, the certificates it holds: at least one).
+    bundles: Vec<(PathBuf, Vec<CertificateDer<'static>>)>,
 }
 
 impl ExtraRoots {
     /// Read every file of `paths` (PEM, one or more certificates each).
     /// Fails naming the file that cannot be read or holds no certificate.
     pub fn from_pem_files(paths: &[PathBuf]) -> Result<Self, String> {
-        let mut bundles = Vec::with_capacity(paths.len());
-        for path in paths {
-            let pem = std::fs::read(path)
-                .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-            check_bundle(path, &pem)?;
-            bundles.push((path.clone(), pem));
-        }
+        let bundles = paths
+            .iter()
+            .map(|path| Ok((path.clone(), read_pem_certificates(path)?)))
+            .collect::<Result<_, String>>()?;
         Ok(ExtraRoots { bundles })
     }
 
     fn certificates(&self) -> Vec<reqwest::Certificate> {
         self.bundles
             .iter()
-            .flat_map(|(path, pem)| match reqwest::Certificate::from_pem_bundle(pem) {
-                Ok(certificates) => certificates,
-                // Checked when read; only a bug gets here.
-                Err(error) => {
-                    tracing::error!(file = %path.display(), %error, "skipping extra CA certificates");
-                    Vec::new()
-                }
+            .flat_map(|(path, certificates)| {
+                certificates.iter().filter_map(move |der| {
+                    // With rustls this only copies the bytes; it cannot fail.
+                    reqwest::Certificate::from_der(der)
+                        .inspect_err(|error| {
+                            tracing::error!(file = %path.display(), %error, "skipping an extra CA certificate");
+                        })
+                        .ok()
+                })
             })
             .collect()
     }
+}
+
+/// The certificates of the PEM file at `path`, at least one. Errors name the
+/// file and what is wrong with it.
+pub fn read_pem_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .and_then(|certificates| certificates.collect())
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if certificates.is_empty() {
+        return Err(format!(
+            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            path.display()
+        ));
+    }
+    Ok(certificates)
 }
 
 // The files, not kilobytes of PEM, when a configuration is printed.
@@ -89,20 +105,6 @@ fn install_crypto_provider() {
         // is used, which is what they asked for.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-}
-
-fn check_bundle(path: &Path, pem: &[u8]) -> Result<(), String> {
-    match reqwest::Certificate::from_pem_bundle(pem) {
-        Ok(certificates) if !certificates.is_empty() => Ok(()),
-        Ok(_) => Err(format!(
-            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            path.display()
-        )),
-        Err(error) => Err(format!(
-            "{} is not a PEM certificate bundle: {error}",
-            path.display()
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -13,13 +13,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
+
+use crate::outbound;
 
 /// How long a client has to finish its TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,15 +32,7 @@ pub const MAX_HANDSHAKES: usize = 1024;
 /// The server's certificate chain (`cert_file`) and its private key
 /// (`key_file`), both PEM. Errors name the file and what is wrong with it.
 pub fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
-        .and_then(|certificates| certificates.collect())
-        .map_err(|error| format!("{}: {error}", cert_file.display()))?;
-    if chain.is_empty() {
-        return Err(format!(
-            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            cert_file.display()
-        ));
-    }
+    let chain = outbound::read_pem_certificates(cert_file)?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|error| format!("{}: no PEM private key: {error}", key_file.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
