@@ -35,10 +35,12 @@ use tiny_harness::a2a::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
     TaskState,
 };
-use tiny_harness::commands::{CommandRegistry, Registries};
-use tiny_harness::model::OfflineModel;
 use tiny_harness::store::{SqliteStore, Synchronous};
-use tiny_harness::task::{Caller, Durability, TaskService, TaskSettings};
+use tiny_harness::task::{Caller, TaskService};
+
+#[path = "common/offline_service.rs"]
+mod offline_service;
+use offline_service::offline_service;
 
 /// Counts the bytes allocated and not yet freed.
 struct Counting;
@@ -152,22 +154,7 @@ async fn phase(
     idle_timeout: Duration,
 ) -> anyhow::Result<Measured> {
     let store = Arc::new(SqliteStore::open(path, Synchronous::Normal)?);
-    let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: "offline-echo".into(),
-            selectable_models: vec!["offline-echo".into()],
-            default_effort: "medium".into(),
-            admins: Vec::new(),
-        },
-        // No plugins: the measurement is the lifecycle and the store.
-        Registries::new(CommandRegistry::default()),
-        Arc::new(OfflineModel::new()),
-        Durability {
-            store,
-            idle_timeout,
-            ..Durability::in_memory()
-        },
-    );
+    let service = offline_service(store, idle_timeout);
     service.recover().await?;
     // One conversation first, so what is allocated once (the database's
     // page cache, the runtime's lazily built parts) is in the baseline.

@@ -22,10 +22,12 @@ use anyhow::bail;
 use tiny_harness::a2a::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
 };
-use tiny_harness::commands::{CommandRegistry, Registries};
-use tiny_harness::model::OfflineModel;
 use tiny_harness::store::{MemoryStore, SqliteStore, Synchronous, TaskStore};
-use tiny_harness::task::{Caller, Durability, TaskService, TaskSettings};
+use tiny_harness::task::{Caller, Durability, TaskService};
+
+#[path = "common/offline_service.rs"]
+mod offline_service;
+use offline_service::offline_service;
 
 /// Concurrent conversations measured.
 const CONVERSATIONS: [usize; 2] = [1, 64];
@@ -81,21 +83,7 @@ async fn measure(
     conversations: usize,
     messages: usize,
 ) -> anyhow::Result<(usize, Duration)> {
-    let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: "offline-echo".into(),
-            selectable_models: vec!["offline-echo".into()],
-            default_effort: "medium".into(),
-            admins: Vec::new(),
-        },
-        // No plugins: the measurement is the lifecycle and the store.
-        Registries::new(CommandRegistry::default()),
-        Arc::new(OfflineModel::new()),
-        Durability {
-            store,
-            ..Durability::in_memory()
-        },
-    );
+    let service = offline_service(store, Durability::DEFAULT_IDLE_TIMEOUT);
     service.recover().await?;
     let started = Instant::now();
     let mut senders = tokio::task::JoinSet::new();
