@@ -55,6 +55,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::domain::check_participant_id;
 use crate::outbound::ExtraRoots;
 use crate::push::PushSettings;
 use crate::store::{StoreLocation, StoreOptions, Synchronous};
@@ -71,9 +72,6 @@ pub const DEFAULT_STORE_FILE: &str = "tiny-harness.db";
 
 /// The `[store] path` that keeps tasks in memory only.
 pub const MEMORY_STORE: &str = ":memory:";
-
-/// The longest participant id accepted, in characters.
-pub const MAX_PARTICIPANT_ID_CHARS: usize = 128;
 
 /// The whole configuration. See the module documentation for the file format.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -610,26 +608,6 @@ pub fn check_exposure(listen: SocketAddr, tokens_configured: bool) -> Result<(),
     } else {
         Err(ConfigError::Unauthenticated { listen })
     }
-}
-
-/// A participant id is 1 to [`MAX_PARTICIPANT_ID_CHARS`] characters, none of them control
-/// characters, without surrounding whitespace. Returns the problem otherwise.
-pub fn check_participant_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("a participant id cannot be empty".to_owned());
-    }
-    if id.chars().count() > MAX_PARTICIPANT_ID_CHARS {
-        return Err(format!(
-            "a participant id is at most {MAX_PARTICIPANT_ID_CHARS} characters"
-        ));
-    }
-    if id.chars().any(char::is_control) {
-        return Err("a participant id cannot contain control characters".to_owned());
-    }
-    if id.trim() != id {
-        return Err("a participant id cannot start or end with whitespace".to_owned());
-    }
-    Ok(())
 }
 
 /// `$XDG_CACHE_HOME/tiny-harness/components`, else `~/.cache/tiny-harness/components`.

@@ -2,8 +2,11 @@
 //! WebAssembly components.
 //!
 //! The pieces, in the order data flows through them:
-//! - [`a2a`]: the protocol types, errors and bindings (JSON-RPC, HTTP+JSON,
-//!   SSE, the agent card);
+//! - [`server`]: the A2A bindings over HTTP (JSON-RPC, HTTP+JSON, SSE, the
+//!   agent card), authentication and request limits;
+//! - [`a2a`]: the protocol's types, errors, JSON-RPC framing and versions;
+//! - [`domain`]: the vocabulary every layer shares: participants, roles, the
+//!   task view, and the typed hook contexts;
 //! - [`task`]: the conversation lifecycle behind every binding;
 //! - [`commands`]: `/<name> <arguments>` messages, their declarations and the
 //!   frozen registry that runs them;
@@ -22,11 +25,13 @@
 pub mod a2a;
 pub mod commands;
 pub mod config;
+pub mod domain;
 pub mod hooks;
 pub mod model;
 pub mod outbound;
 pub mod plugins;
 pub mod push;
 pub mod scaffold;
+pub mod server;
 pub mod store;
 pub mod task;

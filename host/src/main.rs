@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use tiny_harness::a2a::server::{self, ServerSettings};
 use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
 use tiny_harness::model::OfflineModel;
@@ -16,6 +15,7 @@ use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
     register_plugins_command,
 };
+use tiny_harness::server::{self, ServerSettings};
 use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.

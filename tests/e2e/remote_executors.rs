@@ -180,8 +180,7 @@ async fn a_remote_body_over_https_needs_its_ca_trusted() {
         .await
         .expect("bind");
     let port = tcp.local_addr().expect("addr").port();
-    let listener =
-        tiny_harness::a2a::server::tls::TlsListener::new(tcp, ca.acceptor()).expect("TLS");
+    let listener = tiny_harness::server::tls::TlsListener::new(tcp, ca.acceptor()).expect("TLS");
     let app = axum::Router::new()
         .route("/rpc/{behaviour}", post(rpc))
         .with_state(Seen::default());

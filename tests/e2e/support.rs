@@ -257,7 +257,7 @@ impl PrivateCa {
 
     /// A TLS acceptor serving the server certificate.
     pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
-        tiny_harness::a2a::server::tls::acceptor(&self.cert_file, &self.key_file)
+        tiny_harness::server::tls::acceptor(&self.cert_file, &self.key_file)
             .expect("a TLS identity")
     }
 

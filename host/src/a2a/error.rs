@@ -507,6 +507,20 @@ pub struct RestError {
     pub details: Vec<ErrorDetail>,
 }
 
+/// How a store failure reaches a client: a store that cannot take the change now is
+/// `STORE_UNAVAILABLE` (the client may retry), anything else an internal error.
+impl From<crate::store::StoreError> for A2aError {
+    fn from(error: crate::store::StoreError) -> Self {
+        use crate::store::StoreError;
+        match error {
+            StoreError::Unavailable(reason) => A2aError::StoreUnavailable(reason),
+            StoreError::Conflict(reason) | StoreError::Corrupt(reason) => {
+                A2aError::Internal(format!("the task store refused the change: {reason}"))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

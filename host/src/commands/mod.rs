@@ -9,17 +9,16 @@
 mod body;
 mod completion;
 mod generation;
-mod invocation;
 mod registry;
 mod spec;
 
-pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
-pub use completion::{Completer, Suggestion};
-pub use generation::Registries;
-pub use invocation::{
+pub use crate::domain::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,
 };
+pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
+pub use completion::{Completer, Suggestion};
+pub use generation::Registries;
 pub use registry::{
     CommandCall, CommandFailure, CommandRegistry, RegisteredCommand, RegistryBuilder, RegistryError,
 };

@@ -12,11 +12,11 @@ use super::{
     CommandContext, CommandError, CommandResult, CommandSpec, Completer, InvalidSpec,
     InvokedCommand, Outcome, Suggestion,
 };
+use crate::domain::{Participant, TaskView};
 use crate::hooks::{
     AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookCall, HookChains, HookEntry,
     HookPoint, Operation, Phase,
 };
-use crate::task::{Participant, TaskView};
 
 /// A command and who declared it.
 #[derive(Clone, Debug, PartialEq, Eq)]

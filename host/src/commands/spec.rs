@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Argument;
-use crate::task::Role;
+use crate::domain::Role;
 
 /// How long a body may run when the declaration does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(2000);

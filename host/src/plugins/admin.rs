@@ -12,7 +12,7 @@ use super::report::{LoadReport, PluginStatus};
 use crate::commands::{
     CommandError, CommandSpec, Invocation, NativeBody, Outcome, RegistryBuilder, Reply,
 };
-use crate::task::Role;
+use crate::domain::Role;
 
 /// Register `/plugins` (admins only) showing `report`.
 pub fn register_plugins_command(

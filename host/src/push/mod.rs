@@ -267,7 +267,7 @@ impl Pusher {
             .store
             .put_push_config(stored)
             .await
-            .map_err(crate::task::store_error)?;
+            .map_err(A2aError::from)?;
         let mut configs = self.write_configs();
         let list = configs.entry(config.task_id.clone()).or_default();
         list.retain(|existing| existing.registered.id() != id);
@@ -334,7 +334,7 @@ impl Pusher {
         self.store
             .delete_push_config(task_id.to_owned(), id.to_owned())
             .await
-            .map_err(crate::task::store_error)?;
+            .map_err(A2aError::from)?;
         if let Some(list) = self.write_configs().get_mut(task_id) {
             list.retain(|webhook| webhook.registered.id() != id);
         }

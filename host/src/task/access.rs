@@ -9,8 +9,8 @@
 
 use super::classify::Class;
 use super::state::{Lifecycle, TaskRecord};
-use super::view::Role;
 use crate::a2a::error::A2aError;
+use crate::domain::Role;
 
 /// `who`'s role on `record`: configured admins are admins on every task;
 /// anyone else has their participant role, if any.

@@ -25,7 +25,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -33,81 +32,25 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use super::access;
 use super::classify::{self, Class};
 use super::completion::{self, Verdict};
-use super::directory::{self, Directory};
+use super::directory::Directory;
 use super::effects;
+use super::env::Env;
 use super::events::{self, Sequenced};
+use super::inbox::{Admitted, Canceller, Command, Reply, Submission, stopped};
 use super::job::{Job, Step, TurnOutput};
 use super::journal::{Journal, Published};
 use super::notify::Notifier;
 use super::participants;
 use super::recovery::{self, Resume};
-use super::service::TaskSettings;
 use super::state::{Change, Lifecycle, StatusChange, SubState, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
 use super::turn;
-use super::view::{Participant, Role, SubtaskView, TaskView};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, Role as MessageRole, Task, TaskState, Timestamp};
-use crate::commands::{CommandFailure, Effect, Outcome, Registries};
+use crate::commands::{CommandFailure, Effect, Outcome};
+use crate::domain::{Participant, Role, SubtaskView, TaskView};
 use crate::hooks::Operation;
-use crate::model::{Model, ModelRequest};
-use crate::push::Pusher;
-use crate::store::TaskStore;
-
-/// What every actor shares.
-pub(crate) struct Env {
-    pub(crate) settings: TaskSettings,
-    pub(crate) registries: Registries,
-    pub(crate) model: Arc<dyn Model>,
-    pub(crate) store: Arc<dyn TaskStore>,
-    pub(crate) push: Arc<Pusher>,
-    /// How long an actor with nothing to do lives on.
-    pub(crate) idle_timeout: Duration,
-}
-
-/// A message on its way into a task.
-pub(crate) struct Submission {
-    pub(crate) sender: String,
-    pub(crate) message: Message,
-    pub(crate) class: Class,
-    /// How much history the sender wants back (A2A `historyLength`): the
-    /// task is rendered with only that, not copied whole and trimmed.
-    pub(crate) history_length: Option<i32>,
-}
-
-/// A message the task accepted (or had accepted before): the task right
-/// after acceptance (at `seq`), a subscription to its events taken before,
-/// and the task as it is when the turn ends.
-pub(crate) struct Admitted {
-    pub(crate) task: Task,
-    pub(crate) seq: u64,
-    pub(crate) events: broadcast::Receiver<Sequenced>,
-    pub(crate) done: oneshot::Receiver<Result<Task, A2aError>>,
-    /// The message was accepted before and its turn is over: `task` is
-    /// already the answer.
-    pub(crate) finished: bool,
-}
-
-pub(crate) type Reply<T> = oneshot::Sender<Result<T, A2aError>>;
-
-/// What the rest of the harness asks of a task.
-pub(crate) enum Command {
-    Submit {
-        submission: Submission,
-        reply: Reply<Admitted>,
-    },
-    Cancel {
-        by: Canceller,
-        reply: Reply<Task>,
-    },
-    Report(Report),
-}
-
-pub(crate) enum Canceller {
-    Participant(String),
-    /// The parent task was canceled.
-    Parent,
-}
+use crate::model::ModelRequest;
 
 /// How an actor comes to run.
 pub(crate) enum Start {
@@ -119,18 +62,13 @@ pub(crate) enum Start {
     Recovered,
 }
 
-/// The error a caller gets when a task's actor is gone mid-request.
-pub(crate) fn stopped() -> A2aError {
-    A2aError::Internal("the task stopped before answering: the server is shutting down".into())
-}
-
 /// Start the actor of `record`.
 pub(crate) fn spawn(
-    env: Arc<Env>,
     directory: &Arc<Directory>,
     record: TaskRecord,
     start: Start,
 ) -> Result<(), A2aError> {
+    let env = Arc::clone(directory.env());
     let journal = match &start {
         Start::Conversation { created_by } => Journal::new_task(&record, Some(created_by.clone()))?,
         Start::Delegated | Start::Recovered => Journal::stored(&record),
@@ -665,13 +603,12 @@ impl TaskActor {
         };
         let open: Vec<SubtaskView> = self.record.open_subtasks().cloned().collect();
         for subtask in open {
-            let canceled = directory::ask(&self.env, &directory, &subtask.id, |reply| {
-                Command::Cancel {
+            let canceled = directory
+                .ask(&subtask.id, |reply| Command::Cancel {
                     by: Canceller::Parent,
                     reply,
-                }
-            })
-            .await;
+                })
+                .await;
             // A sub-task that finished meanwhile is not cancelable; its own
             // report says how it ended.
             if let Ok(task) = canceled {
@@ -811,7 +748,7 @@ impl TaskActor {
             .store
             .commit(writes)
             .await
-            .map_err(super::journal::store_error)?;
+            .map_err(A2aError::from)?;
         Ok(self.journal.committed(&self.record))
     }
 
@@ -829,9 +766,7 @@ impl TaskActor {
         if let Some(directory) = self.directory.upgrade() {
             for (child, _) in std::mem::take(&mut self.children) {
                 let id = child.id.clone();
-                if let Err(error) =
-                    spawn(Arc::clone(&self.env), &directory, child, Start::Delegated)
-                {
+                if let Err(error) = spawn(&directory, child, Start::Delegated) {
                     tracing::error!(subtask = %id, %error, "cannot start a sub-task");
                 }
             }
@@ -857,9 +792,7 @@ impl TaskActor {
             return;
         };
         let parent = report.parent_id.clone();
-        if let Err(error) =
-            directory::deliver(&self.env, &directory, &parent, Command::Report(report)).await
-        {
+        if let Err(error) = directory.deliver(&parent, Command::Report(report)).await {
             // The parent catches up from the store when it next starts.
             tracing::warn!(task = %self.record.id, %parent, %error, "cannot report to the parent task");
         }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::participants;
-use super::view::Participant;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::Message;
 use crate::commands::CommandRegistry;
+use crate::domain::Participant;
 
 /// The control actions a message may carry. Cancel stays A2A's CancelTask.
 pub(crate) const CONTROL_ACTIONS: [&str; 1] = ["complete"];

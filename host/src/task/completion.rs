@@ -21,8 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::turn::hook_failure;
-use super::view::{Participant, SubtaskView, TaskView};
 use crate::commands::CommandRegistry;
+use crate::domain::{Participant, SubtaskView, TaskView};
 use crate::hooks::{
     ChainError, DEFAULT_PRIORITY, Decision, ExecutorFault, ExecutorKind, HookCall, HookChains,
     HookEntry, HookPoint, NativeExecutor, Operation, Phase,

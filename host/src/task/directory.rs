@@ -3,8 +3,9 @@
 //!
 //! Most tasks have no actor: a parked conversation's actor stops after an
 //! idle period, and tasks stored before a restart have none until someone
-//! touches them. Reaching a task ([`deliver`], [`subscribe`]) starts its
-//! actor from the store when it is not running.
+//! touches them. Reaching a task ([`Directory::deliver`],
+//! [`Directory::subscribe_started`]) starts its actor from the store when it
+//! is not running.
 //!
 //! Sending and subscribing happen under the directory's lock, and an actor
 //! retires under the same lock only if its inbox is empty and nobody is
@@ -18,15 +19,26 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::access;
-use super::actor::{self, Command, Env, Reply, Start};
+use super::env::Env;
 use super::events::Sequenced;
-use super::journal::store_error;
+use super::inbox::{Command, Reply, stopped};
 use super::state::TaskRecord;
 use crate::a2a::error::A2aError;
 
+/// Starts the actor of a task read back from the store. The directory is
+/// given it rather than naming the actor itself, so that the actor (which
+/// reaches other tasks through the directory) and the directory do not
+/// depend on each other.
+pub(crate) type Starter = fn(&Arc<Directory>, TaskRecord) -> Result<(), A2aError>;
+
+/// How often reaching a task retries when its actor stops in between (it
+/// retired, or failed a write).
+const ATTEMPTS: usize = 3;
+
 /// The running actors by task id.
-#[derive(Default)]
 pub(crate) struct Directory {
+    env: Arc<Env>,
+    start: Starter,
     running: Mutex<HashMap<String, Running>>,
     /// Held while a task is read from the store and its actor started, so a
     /// task is never started twice.
@@ -43,6 +55,21 @@ struct Running {
 }
 
 impl Directory {
+    pub(crate) fn new(env: Arc<Env>, start: Starter) -> Self {
+        Directory {
+            env,
+            start,
+            running: Mutex::default(),
+            loading: tokio::sync::Mutex::default(),
+            generations: AtomicU64::default(),
+        }
+    }
+
+    /// What every actor shares.
+    pub(crate) fn env(&self) -> &Arc<Env> {
+        &self.env
+    }
+
     /// Record a newly started actor; returns its generation.
     pub(crate) fn register(
         &self,
@@ -61,7 +88,7 @@ impl Directory {
     }
 
     /// Hand `command` to task `id`'s actor; gives it back if none runs.
-    pub(crate) fn send(&self, id: &str, command: Command) -> Result<(), Box<Command>> {
+    fn send(&self, id: &str, command: Command) -> Result<(), Box<Command>> {
         match self.lock().get(id) {
             Some(running) => running
                 .inbox
@@ -72,7 +99,7 @@ impl Directory {
     }
 
     /// Subscribe to task `id`'s events, if its actor runs.
-    pub(crate) fn subscribe(&self, id: &str) -> Option<broadcast::Receiver<Sequenced>> {
+    fn subscribe(&self, id: &str) -> Option<broadcast::Receiver<Sequenced>> {
         self.lock()
             .get(id)
             .map(|running| running.events.subscribe())
@@ -120,75 +147,66 @@ impl Directory {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Running>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-/// How often reaching a task retries when its actor stops in between (it
-/// retired, or failed a write).
-const ATTEMPTS: usize = 3;
-
-/// Start task `id`'s actor from the store unless it runs.
-pub(crate) async fn ensure(
-    env: &Arc<Env>,
-    directory: &Arc<Directory>,
-    id: &str,
-) -> Result<(), A2aError> {
-    if directory.contains(id) {
-        return Ok(());
-    }
-    let _loading = directory.loading.lock().await;
-    if directory.contains(id) {
-        return Ok(());
-    }
-    let stored = env
-        .store
-        .load(id.to_owned(), None)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| access::not_found(id))?;
-    let record = TaskRecord::from_stored(&stored).map_err(A2aError::Internal)?;
-    actor::spawn(Arc::clone(env), directory, record, Start::Recovered)
-}
-
-/// Hand `command` to task `id`, starting its actor if needed.
-pub(crate) async fn deliver(
-    env: &Arc<Env>,
-    directory: &Arc<Directory>,
-    id: &str,
-    mut command: Command,
-) -> Result<(), A2aError> {
-    for _ in 0..ATTEMPTS {
-        match directory.send(id, command) {
-            Ok(()) => return Ok(()),
-            Err(returned) => command = *returned,
+    /// Start task `id`'s actor from the store unless it runs.
+    pub(crate) async fn ensure(self: &Arc<Self>, id: &str) -> Result<(), A2aError> {
+        if self.contains(id) {
+            return Ok(());
         }
-        ensure(env, directory, id).await?;
-    }
-    Err(actor::stopped())
-}
-
-/// Ask task `id` something and wait for the answer.
-pub(crate) async fn ask<T>(
-    env: &Arc<Env>,
-    directory: &Arc<Directory>,
-    id: &str,
-    command: impl FnOnce(Reply<T>) -> Command,
-) -> Result<T, A2aError> {
-    let (reply, answer) = oneshot::channel();
-    deliver(env, directory, id, command(reply)).await?;
-    answer.await.map_err(|_| actor::stopped())?
-}
-
-/// Subscribe to task `id`'s events from now on, starting its actor if needed.
-pub(crate) async fn subscribe(
-    env: &Arc<Env>,
-    directory: &Arc<Directory>,
-    id: &str,
-) -> Result<broadcast::Receiver<Sequenced>, A2aError> {
-    for _ in 0..ATTEMPTS {
-        if let Some(events) = directory.subscribe(id) {
-            return Ok(events);
+        let _loading = self.loading.lock().await;
+        if self.contains(id) {
+            return Ok(());
         }
-        ensure(env, directory, id).await?;
+        let stored = self
+            .env
+            .store
+            .load(id.to_owned(), None)
+            .await
+            .map_err(A2aError::from)?
+            .ok_or_else(|| access::not_found(id))?;
+        let record = TaskRecord::from_stored(&stored).map_err(A2aError::Internal)?;
+        (self.start)(self, record)
     }
-    Err(actor::stopped())
+
+    /// Hand `command` to task `id`, starting its actor if needed.
+    pub(crate) async fn deliver(
+        self: &Arc<Self>,
+        id: &str,
+        mut command: Command,
+    ) -> Result<(), A2aError> {
+        for _ in 0..ATTEMPTS {
+            match self.send(id, command) {
+                Ok(()) => return Ok(()),
+                Err(returned) => command = *returned,
+            }
+            self.ensure(id).await?;
+        }
+        Err(stopped())
+    }
+
+    /// Ask task `id` something and wait for the answer.
+    pub(crate) async fn ask<T>(
+        self: &Arc<Self>,
+        id: &str,
+        command: impl FnOnce(Reply<T>) -> Command,
+    ) -> Result<T, A2aError> {
+        let (reply, answer) = oneshot::channel();
+        self.deliver(id, command(reply)).await?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Subscribe to task `id`'s events from now on, starting its actor if
+    /// needed.
+    pub(crate) async fn subscribe_started(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<broadcast::Receiver<Sequenced>, A2aError> {
+        for _ in 0..ATTEMPTS {
+            if let Some(events) = self.subscribe(id) {
+                return Ok(events);
+            }
+            self.ensure(id).await?;
+        }
+        Err(stopped())
+    }
 }

@@ -3,7 +3,7 @@
 //! command is acceptable and all apply, or none does and the refusal is the
 //! agent's reply.
 
-use super::service::TaskSettings;
+use super::env::TaskSettings;
 use crate::commands::Effect;
 
 /// The reasoning efforts a conversation may run on.

@@ -11,7 +11,7 @@ use super::state::{Applied, Change, Lifecycle, TaskRecord};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{StreamResponse, TaskState, Timestamp};
 use crate::store::{
-    Created, Head, LogEntry, StoreError, StoredArtifact, StoredEvent, StoredMessage, TaskWrite,
+    Created, Head, LogEntry, StoredArtifact, StoredEvent, StoredMessage, TaskWrite,
 };
 
 /// Changes applied to one record and not committed yet.
@@ -195,16 +195,6 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, A2aError> {
     serde_json::to_string(value).map_err(|error| {
         A2aError::Internal(format!("a task change could not be recorded: {error}"))
     })
-}
-
-/// How a store failure reaches a client.
-pub(crate) fn store_error(error: StoreError) -> A2aError {
-    match error {
-        StoreError::Unavailable(reason) => A2aError::StoreUnavailable(reason),
-        StoreError::Conflict(reason) | StoreError::Corrupt(reason) => {
-            A2aError::Internal(format!("the task store refused the change: {reason}"))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,14 +7,12 @@
 //! page requests moves to the front, so a client paging through a busy
 //! server may miss it on later pages; re-listing from the first page shows it.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-
-use super::journal::store_error;
 use super::state::TaskRecord;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{ListTasksRequest, ListTasksResponse, Task};
 use crate::store::{ListQuery, StoredTask, TaskStore};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// One page of the caller's tasks, read from the store: every task it
 /// holds, running or not.
@@ -46,7 +44,7 @@ pub(crate) async fn list(
             .map(|n| usize::try_from(n).unwrap_or(0)),
         artifacts: request.include_artifacts == Some(true),
     };
-    let page = store.list(query).await.map_err(store_error)?;
+    let page = store.list(query).await.map_err(A2aError::from)?;
     let next_page_token = match page.tasks.last() {
         Some(last) if page.more => encode_token(last.revision),
         _ => String::new(),

@@ -28,7 +28,9 @@ mod classify;
 mod completion;
 mod directory;
 mod effects;
+mod env;
 mod events;
+mod inbox;
 mod job;
 mod journal;
 mod listing;
@@ -40,11 +42,11 @@ mod service;
 mod state;
 mod subtasks;
 mod turn;
-mod view;
 
 #[cfg(test)]
 mod tests;
 
-pub(crate) use journal::store_error;
-pub use service::{Caller, Durability, EventStream, TaskService, TaskSettings};
-pub use view::{Participant, Role, SubtaskView, TaskView};
+pub use env::TaskSettings;
+pub use service::{Caller, Durability, EventStream, TaskService};
+// Re-exported for embedding programs that reach them through `task`.
+pub use crate::domain::{Participant, Role, SubtaskView, TaskView};

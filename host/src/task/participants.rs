@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::view::{Participant, Role};
 use crate::a2a::error::A2aError;
+use crate::domain::{Participant, Role};
 
 /// Roles a task event may grant. Admins come from the configuration, and the
 /// reporter is whoever started the task.

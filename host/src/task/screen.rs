@@ -10,10 +10,10 @@
 use serde_json::{Value, json};
 
 use super::state::message_text;
-use super::view::{Participant, TaskView};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, Part, PartContent};
 use crate::commands::CommandRegistry;
+use crate::domain::{Participant, TaskView};
 use crate::hooks::{AbortReason, ChainError, HookCall, HookPoint, Operation, Phase};
 
 /// Run `request.received.pre` on `message`; returns the message to accept.

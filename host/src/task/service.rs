@@ -26,15 +26,15 @@ use std::time::Duration;
 use futures_core::Stream;
 
 use super::access;
-use super::actor::{self, Admitted, Canceller, Command, Env, Start, Submission};
+use super::actor::{self, Start};
 use super::classify::{self, Class};
-use super::directory::{self, Directory};
+use super::directory::Directory;
+use super::env::{Env, TaskSettings};
 use super::events::{Replay, Sequenced, TaskEvents};
-use super::journal::store_error;
+use super::inbox::{self, Admitted, Canceller, Command, Submission};
 use super::listing;
 use super::screen;
 use super::state::{Lifecycle, TaskRecord, new_id, trim_history};
-use super::view::{Participant, Role};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
     CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
@@ -45,6 +45,7 @@ use crate::a2a::types::{
 };
 use crate::commands::{CommandRegistry, Registries};
 use crate::config::Config;
+use crate::domain::{Participant, Role};
 use crate::model::Model;
 use crate::push::{PushSettings, Pusher, Viewer};
 use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
@@ -65,19 +66,6 @@ pub struct Caller {
 /// Task shows `INPUT_REQUIRED` (a subscription to a parked conversation
 /// stays open for its next turn).
 pub type EventStream = Pin<Box<dyn Stream<Item = StreamResponse> + Send>>;
-
-/// What the lifecycle needs from the configuration.
-#[derive(Clone, Debug)]
-pub struct TaskSettings {
-    /// The model a new conversation starts on.
-    pub default_model: String,
-    /// Models a participant may switch to with `/model` (includes the default).
-    pub selectable_models: Vec<String>,
-    /// The effort a new conversation starts on: low, medium or high.
-    pub default_effort: String,
-    /// Participant ids that are admins on every task.
-    pub admins: Vec<String>,
-}
 
 /// How the service keeps tasks and delivers their events.
 #[derive(Clone)]
@@ -172,10 +160,14 @@ impl TaskService {
             push,
             idle_timeout: durability.idle_timeout,
         };
+        let env = Arc::new(env);
+        let directory = Directory::new(Arc::clone(&env), |directory, record| {
+            actor::spawn(directory, record, Start::Recovered)
+        });
         TaskService {
             inner: Arc::new(Inner {
-                env: Arc::new(env),
-                directory: Arc::default(),
+                env,
+                directory: Arc::new(directory),
                 retain_terminal: durability.retain_terminal,
             }),
         }
@@ -187,8 +179,8 @@ impl TaskService {
     /// settles itself (see `recovery`). Returns how many were started.
     pub async fn recover(&self) -> Result<usize, A2aError> {
         let push = &self.inner.env.push;
-        push.load().await.map_err(store_error)?;
-        push.resend_undelivered().await.map_err(store_error)?;
+        push.load().await.map_err(A2aError::from)?;
+        push.resend_undelivered().await.map_err(A2aError::from)?;
         let resumed = self.resume().await?;
         if resumed > 0 {
             tracing::info!(
@@ -202,11 +194,15 @@ impl TaskService {
     /// Start the actor of every task that needs one now and has none.
     async fn resume(&self) -> Result<usize, A2aError> {
         let env = &self.inner.env;
-        let ids = env.store.recovery_candidates().await.map_err(store_error)?;
+        let ids = env
+            .store
+            .recovery_candidates()
+            .await
+            .map_err(A2aError::from)?;
         let mut resumed = 0;
         for id in &ids {
             // One unreadable task must not keep the others down.
-            match directory::ensure(env, &self.inner.directory, id).await {
+            match self.inner.directory.ensure(id).await {
                 Ok(()) => resumed += 1,
                 Err(error) => tracing::error!(task = %id, %error, "cannot resume a task"),
             }
@@ -259,7 +255,7 @@ impl TaskService {
             .store
             .purge_terminal(before)
             .await
-            .map_err(store_error)?;
+            .map_err(A2aError::from)?;
         env.push.forget(&purged);
         Ok(purged.len() as u64)
     }
@@ -293,7 +289,7 @@ impl TaskService {
         let task = if configuration.return_immediately {
             admitted.task
         } else {
-            admitted.done.await.map_err(|_| actor::stopped())??
+            admitted.done.await.map_err(|_| inbox::stopped())??
         };
         Ok(SendMessageResponse::Task(trim_history(
             task,
@@ -402,8 +398,7 @@ impl TaskService {
         // Subscribe before the snapshot: events in between are then
         // received twice rather than lost, and the sequence number drops
         // the duplicates.
-        let live =
-            directory::subscribe(&self.inner.env, &self.inner.directory, &request.id).await?;
+        let live = self.inner.directory.subscribe_started(&request.id).await?;
         let record = self.load(&request.id, None).await?;
         let task = record.to_task(None);
         if record.is_terminal() {
@@ -546,7 +541,7 @@ impl TaskService {
             .store
             .find_message(lookup)
             .await
-            .map_err(store_error)
+            .map_err(A2aError::from)
     }
 
     /// `submission` (its class still to be found) to an existing task.
@@ -632,7 +627,6 @@ impl TaskService {
         }
         let created_by = caller.id.clone();
         actor::spawn(
-            Arc::clone(env),
             &self.inner.directory,
             record,
             Start::Conversation { created_by },
@@ -685,9 +679,9 @@ impl TaskService {
     async fn ask<T>(
         &self,
         task_id: &str,
-        command: impl FnOnce(actor::Reply<T>) -> Command,
+        command: impl FnOnce(inbox::Reply<T>) -> Command,
     ) -> Result<T, A2aError> {
-        directory::ask(&self.inner.env, &self.inner.directory, task_id, command).await
+        self.inner.directory.ask(task_id, command).await
     }
 
     /// Task `task_id` as stored, with at most `history` recent messages.
@@ -698,7 +692,7 @@ impl TaskService {
             .store
             .load(task_id.to_owned(), history)
             .await
-            .map_err(store_error)?
+            .map_err(A2aError::from)?
             .ok_or_else(|| access::not_found(task_id))?;
         TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
     }
@@ -711,7 +705,7 @@ impl TaskService {
             .store
             .head(task_id.to_owned())
             .await
-            .map_err(store_error)?
+            .map_err(A2aError::from)?
             .ok_or_else(|| access::not_found(task_id))?;
         TaskRecord::from_head(&head).map_err(A2aError::Internal)
     }

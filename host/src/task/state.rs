@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::events::Sequenced;
-use super::view::{Participant, SubtaskView, TaskView};
 use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
+use crate::domain::{Participant, SubtaskView, TaskView};
 use crate::store::StoredTask;
 
 /// Where the status extension writes the sub-state (decision 007).

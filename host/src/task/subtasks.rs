@@ -9,8 +9,8 @@
 use serde_json::json;
 
 use super::state::{Lifecycle, PARENT_KEY, TaskRecord, new_id};
-use super::view::SubtaskView;
 use crate::a2a::types::{Artifact, Message, Metadata, Part, Role as MessageRole};
+use crate::domain::SubtaskView;
 
 /// A new sub-task of `parent` working on `goal`.
 pub(crate) fn child_of(parent: &TaskRecord, goal: &str) -> TaskRecord {

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio_stream::StreamExt as _;
 
 use super::job::{Progress, TurnOutput};
-use super::view::{Participant, TaskView};
 use crate::commands::{CommandFailure, CommandRegistry};
+use crate::domain::{Participant, TaskView};
 use crate::hooks::{ChainError, HookCall, HookPoint, Operation, Phase};
 use crate::model::{Model, ModelEvent, ModelRequest};
 

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use tiny_harness::a2a::server::tls::TlsListener;
+use tiny_harness::server::tls::TlsListener;
 
 use super::support::Harness;
 use crate::server::support::{DEFAULT_CONFIG, text_message};

@@ -2,8 +2,8 @@
 //! between them and the harness's own types (which stay free of wasmtime).
 
 use crate::commands::{Argument, CommandError, Effect, Invocation, Outcome, Reply};
+use crate::domain::{Participant, Role, SubtaskView, TaskView};
 use crate::hooks::{Abort, AbortReason, Decision, ExecutorFault};
-use crate::task::{Participant, Role, SubtaskView, TaskView};
 
 wasmtime::component::bindgen!({
     path: "../wit",

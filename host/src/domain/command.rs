@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::task::{Participant, Role, TaskView};
+use super::participant::{Participant, Role};
+use super::view::TaskView;
 
 /// One parsed, validated argument.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

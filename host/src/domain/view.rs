@@ -1,64 +1,11 @@
 //! What executors and command bodies may see of a task: a read-only view,
 //! never the task itself.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
+use super::participant::{Participant, Role};
+
 use crate::a2a::types::TaskState;
-
-/// A participant's role in one conversation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Started the conversation; may add participants and complete it.
-    Reporter,
-    /// Works on the conversation; may send, run commands and complete.
-    Assignee,
-    /// Reads and subscribes only.
-    Watcher,
-    /// Named in the configuration; may do everything.
-    Admin,
-}
-
-impl Role {
-    pub const ALL: [Role; 4] = [Role::Reporter, Role::Assignee, Role::Watcher, Role::Admin];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Reporter => "reporter",
-            Role::Assignee => "assignee",
-            Role::Watcher => "watcher",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Role {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Role::ALL
-            .into_iter()
-            .find(|role| role.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown role `{s}`: expected reporter, assignee, watcher or admin")
-            })
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Participant {
-    pub id: String,
-    pub role: Role,
-}
 
 /// A delegated child task as its parent sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,7 +26,7 @@ use crate::a2a::error::{
     A2aError, ERROR_DOMAIN, ErrorDetail, ErrorInfo, JsonRpcErrorObject, RestError, RestErrorBody,
 };
 use crate::a2a::types::Message;
-use crate::config::check_participant_id;
+use crate::domain::check_participant_id;
 use crate::task::Caller;
 
 /// The header a loopback client names itself with when no tokens are configured.
