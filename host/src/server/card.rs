@@ -7,14 +7,21 @@
 //! HTTP+JSON under it), JSON-RPC listed first as the preferred interface.
 //!
 //! The card is public: it needs no token and no `A2A-Version` (a client reads it to learn
-//! the version). It carries `Cache-Control` and an `ETag` over its content (spec 8.6.1),
-//! and answers a matching `If-None-Match` with 304.
+//! the version). It carries `Cache-Control`, an `ETag` over its content and a
+//! `Last-Modified` (spec 8.6.1): the time this server first served the card as it is now
+//! (a plugin reload that changes the commands moves it). A matching `If-None-Match`, or
+//! without one an `If-Modified-Since` no earlier than `Last-Modified`, gets 304
+//! (RFC 9110 13.2.2: the entity tag wins when both are sent).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
+};
 use axum::http::uri::Authority;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -71,15 +78,77 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         }
     };
     let etag = etag(&body);
+    let modified = state.card_changes.last_modified(&etag);
     let cache = [
         (CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE)),
         (ETAG, etag.clone()),
+        (LAST_MODIFIED, http_date(modified)),
     ];
-    if headers.get(IF_NONE_MATCH) == Some(&etag) {
+    if not_modified(&headers, &etag, modified) {
         return (StatusCode::NOT_MODIFIED, cache).into_response();
     }
     let json = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
     (StatusCode::OK, cache, json, body).into_response()
+}
+
+/// When the card last changed: the first time each content (by its ETag) was served.
+#[derive(Debug)]
+pub(crate) struct CardChanges {
+    /// The ETag of the card served last, and since when it has been served.
+    last: Mutex<Option<(HeaderValue, SystemTime)>>,
+}
+
+impl CardChanges {
+    pub(crate) fn new() -> Self {
+        CardChanges {
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The `Last-Modified` of the card whose ETag is `etag`, in whole seconds (HTTP dates
+    /// have no fraction, and a fraction would make `If-Modified-Since` never match).
+    fn last_modified(&self, etag: &HeaderValue) -> SystemTime {
+        // A poisoned lock only means another request panicked mid-update; the value is
+        // still a valid time.
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*last {
+            Some((served, since)) if served == etag => *since,
+            _ => {
+                let now = whole_seconds(SystemTime::now());
+                *last = Some((etag.clone(), now));
+                now
+            }
+        }
+    }
+}
+
+/// Whether a conditional request already has this card.
+fn not_modified(headers: &HeaderMap, etag: &HeaderValue, modified: SystemTime) -> bool {
+    if let Some(tags) = headers.get(IF_NONE_MATCH) {
+        return tags == etag;
+    }
+    headers
+        .get(IF_MODIFIED_SINCE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| httpdate::parse_http_date(value).ok())
+        .is_some_and(|since| modified <= since)
+}
+
+fn whole_seconds(time: SystemTime) -> SystemTime {
+    let seconds = time
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0);
+    UNIX_EPOCH + Duration::from_secs(seconds)
+}
+
+fn http_date(time: SystemTime) -> HeaderValue {
+    // An HTTP date is always a valid header value.
+    HeaderValue::from_str(&httpdate::fmt_http_date(time))
+        .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
 }
 
 /// The card for a deployment.
@@ -219,6 +288,40 @@ mod tests {
             base_url("http", addr("[::]:8080"), Some(&userinfo)),
             "http://[::]:8080"
         );
+    }
+
+    #[test]
+    fn conditional_requests_by_tag_or_date() {
+        let etag = HeaderValue::from_static("\"abc\"");
+        let modified = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let with = |name, value: String| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_str(&value).expect("header"));
+            headers
+        };
+        let date = |secs: u64| httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs));
+        assert!(!not_modified(&HeaderMap::new(), &etag, modified));
+        assert!(not_modified(&with(IF_NONE_MATCH, "\"abc\"".into()), &etag, modified));
+        assert!(!not_modified(&with(IF_NONE_MATCH, "\"old\"".into()), &etag, modified));
+        assert!(not_modified(&with(IF_MODIFIED_SINCE, date(1_700_000_000)), &etag, modified));
+        assert!(not_modified(&with(IF_MODIFIED_SINCE, date(1_800_000_000)), &etag, modified));
+        assert!(!not_modified(&with(IF_MODIFIED_SINCE, date(1_600_000_000)), &etag, modified));
+        assert!(!not_modified(&with(IF_MODIFIED_SINCE, "yesterday".into()), &etag, modified));
+        // The entity tag wins over the date.
+        let mut both = with(IF_NONE_MATCH, "\"old\"".into());
+        both.insert(IF_MODIFIED_SINCE, HeaderValue::from_str(&date(1_800_000_000)).expect("date"));
+        assert!(!not_modified(&both, &etag, modified));
+    }
+
+    #[test]
+    fn the_last_modified_time_moves_only_when_the_card_changes() {
+        let changes = CardChanges::new();
+        let first = HeaderValue::from_static("\"1\"");
+        let since = changes.last_modified(&first);
+        assert_eq!(since, whole_seconds(since));
+        assert_eq!(changes.last_modified(&first), since);
+        let later = changes.last_modified(&HeaderValue::from_static("\"2\""));
+        assert!(later >= since);
     }
 
     #[test]

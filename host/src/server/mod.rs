@@ -134,6 +134,8 @@ pub(crate) struct AppState {
     scheme: &'static str,
     max_body_bytes: usize,
     keep_alive: Duration,
+    /// When the agent card last changed (its `Last-Modified`).
+    card_changes: Arc<card::CardChanges>,
 }
 
 impl AppState {
@@ -149,6 +151,7 @@ impl AppState {
             scheme: if settings.tls { "https" } else { "http" },
             max_body_bytes: settings.max_body_bytes,
             keep_alive: settings.keep_alive,
+            card_changes: Arc::new(card::CardChanges::new()),
         }
     }
 

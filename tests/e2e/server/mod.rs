@@ -8,6 +8,7 @@ mod errors;
 mod interop;
 mod languages;
 mod lifecycle;
+mod media_types;
 mod reload;
 mod roles;
 mod tls;
