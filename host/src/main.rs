@@ -186,6 +186,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
             selectable_models: config.models.selectable.clone(),
             default_effort: config.default_effort.clone(),
             admins: config.admins.clone(),
+            default_lifecycle: config.default_lifecycle,
         },
         plugins.registries,
         Arc::new(OfflineModel::new()),

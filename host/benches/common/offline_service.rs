@@ -19,6 +19,7 @@ pub(crate) fn offline_service(store: Arc<dyn TaskStore>, idle_timeout: Duration)
             selectable_models: vec!["offline-echo".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            default_lifecycle: Default::default(),
         },
         Registries::new(CommandRegistry::default()),
         Arc::new(OfflineModel::new()),

@@ -86,7 +86,11 @@ fn check_content_type(headers: &HeaderMap) -> Result<bool, A2aError> {
 /// A request body of a media type other than JSON. The type is echoed back (it names
 /// what the client sent), cut short so a client cannot make the answer arbitrarily long.
 fn unsupported_media_type(declared: &str) -> A2aError {
-    let declared: String = declared.chars().filter(|c| !c.is_control()).take(64).collect();
+    let declared: String = declared
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
     A2aError::ContentTypeNotSupported(declared)
 }
 

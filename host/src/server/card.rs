@@ -36,6 +36,7 @@ use crate::a2a::types::{
     StringList,
 };
 use crate::commands::CommandRegistry;
+use crate::config::TaskLifecycle;
 
 /// Where the card is served (spec 8.2).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -58,6 +59,10 @@ pub(crate) struct CardContext<'a> {
     pub(crate) bearer: bool,
     /// The commands to list.
     pub(crate) registry: &'a CommandRegistry,
+    /// The lifecycle of a task whose first message names none.
+    pub(crate) default_lifecycle: TaskLifecycle,
+    /// The gRPC binding's `host:port`, when it is served.
+    pub(crate) grpc: Option<String>,
 }
 
 /// `GET /.well-known/agent-card.json`.
@@ -67,6 +72,8 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         base_url: base_url(state.scheme, state.bound, headers.get(HOST)),
         bearer: state.auth.requires_token(),
         registry: &registry,
+        default_lifecycle: state.service.default_lifecycle(),
+        grpc: None,
     });
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,
@@ -158,7 +165,9 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         name: "tiny-harness".to_owned(),
         description: "A conversational agent whose tasks stay open across turns: each reply \
             parks the task in INPUT_REQUIRED until a participant completes it or cancels it. \
-            Harness commands (/status, /model, ...) run in sandboxed WebAssembly plugins."
+            A task whose first message sets metadata.lifecycle to \"task\" completes on its \
+            own instead (see the status extension). Harness commands (/status, /model, ...) \
+            run in sandboxed WebAssembly plugins."
             .to_owned(),
         supported_interfaces: vec![
             AgentInterface::new(&context.base_url, AgentInterface::JSONRPC),
@@ -168,7 +177,10 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(true),
-            extensions: vec![status_extension(), commands_extension(context.registry)],
+            extensions: vec![
+                status_extension(context.default_lifecycle),
+                commands_extension(context.registry),
+            ],
             extended_agent_card: Some(false),
         },
         security_schemes,
@@ -301,15 +313,42 @@ mod tests {
         };
         let date = |secs: u64| httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs));
         assert!(!not_modified(&HeaderMap::new(), &etag, modified));
-        assert!(not_modified(&with(IF_NONE_MATCH, "\"abc\"".into()), &etag, modified));
-        assert!(!not_modified(&with(IF_NONE_MATCH, "\"old\"".into()), &etag, modified));
-        assert!(not_modified(&with(IF_MODIFIED_SINCE, date(1_700_000_000)), &etag, modified));
-        assert!(not_modified(&with(IF_MODIFIED_SINCE, date(1_800_000_000)), &etag, modified));
-        assert!(!not_modified(&with(IF_MODIFIED_SINCE, date(1_600_000_000)), &etag, modified));
-        assert!(!not_modified(&with(IF_MODIFIED_SINCE, "yesterday".into()), &etag, modified));
+        assert!(not_modified(
+            &with(IF_NONE_MATCH, "\"abc\"".into()),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_NONE_MATCH, "\"old\"".into()),
+            &etag,
+            modified
+        ));
+        assert!(not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_700_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_800_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_600_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_MODIFIED_SINCE, "yesterday".into()),
+            &etag,
+            modified
+        ));
         // The entity tag wins over the date.
         let mut both = with(IF_NONE_MATCH, "\"old\"".into());
-        both.insert(IF_MODIFIED_SINCE, HeaderValue::from_str(&date(1_800_000_000)).expect("date"));
+        both.insert(
+            IF_MODIFIED_SINCE,
+            HeaderValue::from_str(&date(1_800_000_000)).expect("date"),
+        );
         assert!(!not_modified(&both, &etag, modified));
     }
 
@@ -331,12 +370,16 @@ mod tests {
             base_url: "http://127.0.0.1:1".into(),
             bearer: false,
             registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: None,
         });
         assert!(open.security_schemes.is_empty() && open.security_requirements.is_empty());
         let closed = build(&CardContext {
             base_url: "http://127.0.0.1:1".into(),
             bearer: true,
             registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: None,
         });
         let json = serde_json::to_value(&closed).expect("json");
         assert_eq!(

@@ -40,6 +40,7 @@ fn service(registry: CommandRegistry) -> TaskService {
             selectable_models: vec!["offline-echo".into(), "offline-large".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            default_lifecycle: Default::default(),
         },
         Registries::new(registry),
         Arc::new(OfflineModel::new()),
@@ -392,7 +393,11 @@ async fn jsonrpc_bodies_must_be_declared_json() {
             (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
             "{content_type}"
         );
-        assert_eq!(reply.status, StatusCode::OK, "JSON-RPC errors travel with 200");
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "JSON-RPC errors travel with 200"
+        );
         assert_eq!(
             reply.body["error"]["data"][0]["metadata"]["mediaType"],
             json!(content_type)
@@ -917,7 +922,13 @@ async fn the_card_describes_this_server() {
     );
     assert_eq!(
         extensions[0]["params"],
-        json!({"metadataKey": "sub_state", "values": ["awaiting-next-message", "awaiting-answer"]})
+        json!({
+            "metadataKey": "sub_state",
+            "values": ["awaiting-next-message", "awaiting-answer"],
+            "lifecycleMetadataKey": "lifecycle",
+            "lifecycles": ["conversation", "task"],
+            "defaultLifecycle": "conversation",
+        })
     );
     let commands = extensions[1]["params"]["commands"]
         .as_array()

@@ -49,6 +49,7 @@ mod tests {
             selectable_models: vec!["offline-echo".into(), "fast-1".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            default_lifecycle: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::commands::Registries;
+use crate::config::TaskLifecycle;
 use crate::model::Model;
 use crate::push::Pusher;
 use crate::store::TaskStore;
@@ -20,6 +21,8 @@ pub struct TaskSettings {
     pub default_effort: String,
     /// Participant ids that are admins on every task.
     pub admins: Vec<String>,
+    /// How a task a participant starts lives when its first message does not say.
+    pub default_lifecycle: TaskLifecycle,
 }
 
 /// What every actor shares.

@@ -48,5 +48,6 @@ mod tests;
 
 pub use env::TaskSettings;
 pub use service::{Caller, Durability, EventStream, TaskService};
+pub use state::LIFECYCLE_KEY;
 // Re-exported for embedding programs that reach them through `task`.
 pub use crate::domain::{Participant, Role, SubtaskView, TaskView};

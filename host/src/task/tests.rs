@@ -53,6 +53,7 @@ fn settings() -> TaskSettings {
         selectable_models: vec!["offline-echo".into(), "fast-1".into()],
         default_effort: "medium".into(),
         admins: vec!["root".into()],
+        default_lifecycle: Default::default(),
     }
 }
 

@@ -5,5 +5,6 @@
 mod support;
 
 mod crash;
+mod one_shot;
 mod push;
 mod storage;

@@ -56,7 +56,10 @@ async fn http_json_answers_are_application_json_and_other_bodies_get_415() {
     assert_eq!(body["error"]["code"], json!(415), "{body}");
     assert_eq!(body["error"]["status"], json!("INVALID_ARGUMENT"), "{body}");
     let info = &body["error"]["details"][0];
-    assert_eq!(info["@type"], json!("type.googleapis.com/google.rpc.ErrorInfo"));
+    assert_eq!(
+        info["@type"],
+        json!("type.googleapis.com/google.rpc.ErrorInfo")
+    );
     assert_eq!(info["reason"], json!("CONTENT_TYPE_NOT_SUPPORTED"));
     assert_eq!(info["domain"], json!("a2a-protocol.org"));
     assert_eq!(info["metadata"]["mediaType"], json!("text/plain"));
@@ -71,7 +74,10 @@ async fn http_json_answers_are_application_json_and_other_bodies_get_415() {
     assert_eq!(content_type(&response), "application/json");
     let body: Value = response.json().await.expect("json");
     assert_eq!(body["error"]["code"], json!(-32005), "{body}");
-    assert_eq!(body["error"]["data"][0]["reason"], json!("CONTENT_TYPE_NOT_SUPPORTED"));
+    assert_eq!(
+        body["error"]["data"][0]["reason"],
+        json!("CONTENT_TYPE_NOT_SUPPORTED")
+    );
 
     // Streams are text/event-stream.
     let response = post("/message:stream", "application/json", send)

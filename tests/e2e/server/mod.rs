@@ -9,6 +9,7 @@ mod interop;
 mod languages;
 mod lifecycle;
 mod media_types;
+mod one_shot;
 mod reload;
 mod roles;
 mod tls;
