@@ -40,7 +40,7 @@ struct RuntimeArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve A2A (JSON-RPC and HTTP+JSON) until interrupted.
+    /// Serve A2A (JSON-RPC, HTTP+JSON, and gRPC with `[grpc] listen`) until interrupted.
     Serve(ServeArgs),
     /// Inspect and try plugins without a server.
     #[command(subcommand)]
@@ -259,9 +259,10 @@ impl Plugins {
 
 async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Result<()> {
     // A broken certificate stops the start before anything listens.
-    let acceptor = match config.server_identity() {
+    let identity = config.server_identity();
+    let acceptor = match &identity {
         Some((cert, key)) => Some(
-            server::tls::acceptor(&cert, &key)
+            server::tls::acceptor(cert, key)
                 .map_err(|problem| anyhow::anyhow!("invalid configuration: `[tls]`: {problem}"))?,
         ),
         None => None,
@@ -270,28 +271,67 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
-    let settings = ServerSettings::new(config, bound);
+    let grpc_listener = match config.grpc.listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen for gRPC on {address}"))?,
+        ),
+        None => None,
+    };
+    let mut settings = ServerSettings::new(config, bound);
+    settings.grpc = match &grpc_listener {
+        Some(listener) => Some(listener.local_addr()?),
+        None => None,
+    };
     let header_read_timeout = settings.header_read_timeout;
-    let app = server::app(service, settings);
-    match acceptor {
-        Some(acceptor) => {
-            // The end-to-end tests read this line to find the port.
-            eprintln!("listening on https://{bound}");
-            let listener = server::tls::TlsListener::new(listener, acceptor)?;
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
-        None => {
-            if !bound.ip().to_canonical().is_loopback() {
-                tracing::warn!(
-                    "serving plain http beyond loopback: bearer tokens cross the network in clear \
-                     text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
-                );
-            }
-            eprintln!("listening on http://{bound}");
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
+    let max_message_bytes = settings.max_body_bytes;
+    let (app, grpc) = server::bindings(service, settings);
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    if acceptor.is_none() && !bound.ip().to_canonical().is_loopback() {
+        tracing::warn!(
+            "serving plain http beyond loopback: bearer tokens cross the network in clear \
+             text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
+        );
     }
-    Ok(())
+    // The end-to-end tests read this line to find the port.
+    eprintln!("listening on {scheme}://{bound}");
+    let http = async {
+        match acceptor {
+            Some(acceptor) => {
+                let listener = server::tls::TlsListener::new(listener, acceptor)?;
+                server::serve(listener, app, header_read_timeout, shutdown_signal()).await
+            }
+            None => server::serve(listener, app, header_read_timeout, shutdown_signal()).await,
+        }
+    };
+    let grpc = async {
+        let Some(listener) = grpc_listener else {
+            return Ok(());
+        };
+        let limits = server::grpc::GrpcLimits {
+            max_connections: config.grpc.max_connections,
+            max_concurrent_streams: config.grpc.max_concurrent_streams,
+            max_message_bytes,
+        };
+        let grpc_bound = listener.local_addr()?;
+        // The end-to-end tests read this line to find the gRPC port.
+        eprintln!("gRPC listening on {grpc_bound}");
+        match &identity {
+            Some((cert, key)) => {
+                let acceptor = server::tls::grpc_acceptor(cert, key).map_err(|problem| {
+                    anyhow::anyhow!("invalid configuration: `[tls]`: {problem}")
+                })?;
+                let listener = server::tls::TlsListener::new(listener, acceptor)?;
+                server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?;
+            }
+            None => server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?,
+        }
+        anyhow::Ok(())
+    };
+    let (http, grpc) = tokio::join!(http, grpc);
+    http?;
+    grpc
 }
 
 /// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM.

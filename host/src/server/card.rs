@@ -73,7 +73,9 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         bearer: state.auth.requires_token(),
         registry: &registry,
         default_lifecycle: state.service.default_lifecycle(),
-        grpc: None,
+        grpc: state
+            .grpc
+            .map(|bound| grpc_address(bound, headers.get(HOST))),
     });
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,
@@ -169,10 +171,7 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
             own instead (see the status extension). Harness commands (/status, /model, ...) \
             run in sandboxed WebAssembly plugins."
             .to_owned(),
-        supported_interfaces: vec![
-            AgentInterface::new(&context.base_url, AgentInterface::JSONRPC),
-            AgentInterface::new(&context.base_url, AgentInterface::HTTP_JSON),
-        ],
+        supported_interfaces: interfaces(context),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
@@ -189,6 +188,32 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         default_output_modes: MODES.map(str::to_owned).to_vec(),
         skills: vec![conversation_skill()],
         ..AgentCard::default()
+    }
+}
+
+/// JSON-RPC first (preferred), HTTP+JSON, and gRPC when it is served (its `url` a bare
+/// `host:port`, as gRPC clients and the conformance kit expect).
+fn interfaces(context: &CardContext<'_>) -> Vec<AgentInterface> {
+    let mut interfaces = vec![
+        AgentInterface::new(&context.base_url, AgentInterface::JSONRPC),
+        AgentInterface::new(&context.base_url, AgentInterface::HTTP_JSON),
+    ];
+    if let Some(grpc) = &context.grpc {
+        interfaces.push(AgentInterface::new(grpc, AgentInterface::GRPC));
+    }
+    interfaces
+}
+
+/// The gRPC listener's `host:port`: its bound address, or on an unspecified address
+/// the host the client used with the gRPC port.
+fn grpc_address(bound: SocketAddr, host: Option<&HeaderValue>) -> String {
+    let from_host = || {
+        let authority: Authority = host?.to_str().ok()?.parse().ok()?;
+        (!authority.as_str().contains('@')).then(|| authority.host().to_owned())
+    };
+    match bound.ip().is_unspecified().then(from_host).flatten() {
+        Some(host) => format!("{host}:{}", bound.port()),
+        None => bound.to_string(),
     }
 }
 
@@ -361,6 +386,31 @@ mod tests {
         assert_eq!(changes.last_modified(&first), since);
         let later = changes.last_modified(&HeaderValue::from_static("\"2\""));
         assert!(later >= since);
+    }
+
+    #[test]
+    fn the_grpc_url_is_host_and_port() {
+        assert_eq!(
+            grpc_address(addr("127.0.0.1:50051"), None),
+            "127.0.0.1:50051"
+        );
+        assert_eq!(grpc_address(addr("[::1]:9"), None), "[::1]:9");
+        let host = HeaderValue::from_static("agent.example:8080");
+        assert_eq!(
+            grpc_address(addr("0.0.0.0:50051"), Some(&host)),
+            "agent.example:50051"
+        );
+        let registry = CommandRegistry::default();
+        let card = build(&CardContext {
+            base_url: "http://127.0.0.1:1".into(),
+            bearer: false,
+            registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: Some("127.0.0.1:2".into()),
+        });
+        let json = serde_json::to_value(&card).expect("json");
+        assert_eq!(json["supportedInterfaces"][2]["url"], "127.0.0.1:2");
+        assert_eq!(json["supportedInterfaces"][2]["protocolBinding"], "GRPC");
     }
 
     #[test]

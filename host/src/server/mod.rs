@@ -1,5 +1,5 @@
-//! The A2A HTTP server: both standard HTTP bindings over one [`TaskService`], SSE streams,
-//! and the public agent card.
+//! The A2A server: the two HTTP bindings over one [`TaskService`], SSE streams, the
+//! public agent card, and (on a listener of its own, [`grpc`]) the gRPC binding.
 //!
 //! | Route                                                  | Operation                          |
 //! | :----------------------------------------------------- | :--------------------------------- |
@@ -43,6 +43,7 @@ mod auth;
 mod body;
 mod card;
 mod extensions;
+pub mod grpc;
 mod jsonrpc;
 mod push;
 mod rate_limit;
@@ -103,6 +104,9 @@ pub struct ServerSettings {
     pub rate_limit_per_second: f64,
     /// The SSE keep-alive interval.
     pub keep_alive: Duration,
+    /// The address the gRPC listener is bound to, when the gRPC binding is served; the
+    /// card lists it.
+    pub grpc: Option<SocketAddr>,
 }
 
 impl ServerSettings {
@@ -119,6 +123,7 @@ impl ServerSettings {
             rate_limit_burst: config.rate_limit.per_participant_burst,
             rate_limit_per_second: config.rate_limit.per_participant_per_second,
             keep_alive: DEFAULT_KEEP_ALIVE,
+            grpc: None,
         }
     }
 }
@@ -136,6 +141,8 @@ pub(crate) struct AppState {
     keep_alive: Duration,
     /// When the agent card last changed (its `Last-Modified`).
     card_changes: Arc<card::CardChanges>,
+    /// Where the gRPC binding is served, if it is.
+    grpc: Option<SocketAddr>,
 }
 
 impl AppState {
@@ -152,6 +159,7 @@ impl AppState {
             max_body_bytes: settings.max_body_bytes,
             keep_alive: settings.keep_alive,
             card_changes: Arc::new(card::CardChanges::new()),
+            grpc: settings.grpc,
         }
     }
 
@@ -171,7 +179,23 @@ impl AppState {
 
 /// The whole HTTP application: the card, the JSON-RPC endpoint, the HTTP+JSON routes.
 pub fn app(service: TaskService, settings: ServerSettings) -> Router {
+    bindings(service, settings).0
+}
+
+/// The HTTP application and the gRPC binding, sharing one authenticator and one rate
+/// limiter, so a caller's sends count once whatever binding they use. Serve the gRPC
+/// side with [`grpc::serve`] on the listener `settings.grpc` names.
+pub fn bindings(service: TaskService, settings: ServerSettings) -> (Router, grpc::GrpcBinding) {
     let state = AppState::new(service, settings);
+    let binding = grpc::GrpcBinding {
+        service: grpc::GrpcService {
+            state: state.clone(),
+        },
+    };
+    (http_app(state), binding)
+}
+
+fn http_app(state: AppState) -> Router {
     let protocol = jsonrpc::routes()
         .merge(rest::routes())
         .layer(axum::middleware::from_fn(extensions::echo_activated))

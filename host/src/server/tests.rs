@@ -30,6 +30,7 @@ fn settings() -> ServerSettings {
         rate_limit_burst: 100,
         rate_limit_per_second: 100.0,
         keep_alive: Duration::from_secs(15),
+        grpc: None,
     }
 }
 
