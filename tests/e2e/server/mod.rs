@@ -5,6 +5,7 @@ pub(crate) mod support;
 mod commands;
 mod completion;
 mod errors;
+mod grpc;
 mod interop;
 mod languages;
 mod lifecycle;

@@ -42,6 +42,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
 pub use generated::a2a as proto;
+/// `google.rpc` error details (`Status`, `ErrorInfo`, `BadRequest`), as sent in
+/// `grpc-status-details-bin`.
+pub use generated::rpc;
 pub(crate) use service::GrpcService;
 
 use super::SHUTDOWN_GRACE;
