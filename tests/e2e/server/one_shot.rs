@@ -262,3 +262,38 @@ async fn a_waiting_one_shot_task_can_be_canceled_or_completed_by_a_participant()
         assert_eq!(state(&subtask), "TASK_STATE_CANCELED", "{subtask}");
     }
 }
+
+#[tokio::test]
+async fn a_message_to_a_waiting_one_shot_task_waits_and_is_refused_once_it_completes() {
+    let server = Server::with_defaults();
+    let alice = server.client("alice");
+    let result = alice
+        .ok(
+            "SendMessage",
+            json!({"message": one_shot("/sub-task work for 1 seconds"),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = result["task"]["id"].as_str().expect("id").to_owned();
+    wait_for(&alice, &id, |task| {
+        status_text(task).contains("open sub-task")
+    })
+    .await;
+    // Sent while it waits: answered only once the task has concluded, and then refused.
+    let late = alice
+        .rpc(
+            "SendMessage",
+            json!({"message": text_message(Some(&id), "and also?")}),
+        )
+        .await;
+    assert_eq!(late["error"]["code"], json!(-32004), "{late}");
+    let task = alice.get_task(&id).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let history = task["history"].as_array().expect("history");
+    assert!(
+        !history
+            .iter()
+            .any(|m| m["parts"][0]["text"] == json!("and also?")),
+        "the refused message is not in the history: {task}"
+    );
+}
