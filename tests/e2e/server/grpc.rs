@@ -384,3 +384,119 @@ async fn grpc_needs_the_bearer_token_in_metadata_when_tokens_are_configured() {
         .into_inner();
     assert!(tasks.tasks.iter().any(|task| task.id == id));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn grpc_speaks_tls_with_the_served_certificate() {
+    use tonic::transport::{Certificate, ClientTlsConfig};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = crate::support::PrivateCa::issue(dir.path());
+    let config = format!(
+        "{DEFAULT_CONFIG}{GRPC}[tls]\ncert_file = \"{}\"\nkey_file = \"{}\"\n",
+        ca.cert_file.display(),
+        ca.key_file.display()
+    );
+    let server = Server::start(&config, None);
+    let card: Value = ca
+        .client()
+        .get(format!("{}/.well-known/agent-card.json", server.base))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    let url = card["supportedInterfaces"][2]["url"]
+        .as_str()
+        .expect("a GRPC url");
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(
+            std::fs::read(&ca.ca_file).expect("the CA"),
+        ))
+        .domain_name("localhost");
+    let channel = Channel::from_shared(format!("https://{url}"))
+        .expect("uri")
+        .tls_config(tls)
+        .expect("tls")
+        .connect()
+        .await
+        .expect("a TLS connection");
+    let mut alice = Grpc {
+        client: A2aServiceClient::new(channel),
+        metadata: vec![
+            ("a2a-version", "1.0".to_owned()),
+            ("x-participant-id", "alice".to_owned()),
+        ],
+    };
+    let sent = alice
+        .client
+        .send_message(alice.request(json!({"message": message(None, "over tls")})))
+        .await
+        .expect("sent")
+        .into_inner();
+    assert_eq!(state(&as_json(&sent)["task"]), "TASK_STATE_INPUT_REQUIRED");
+
+    // Plain HTTP/2 to the TLS listener gets nowhere.
+    let plain = Channel::from_shared(format!("http://{url}"))
+        .expect("uri")
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(5))
+        .connect_lazy();
+    let mut plain = Grpc {
+        client: A2aServiceClient::new(plain),
+        metadata: alice.metadata.clone(),
+    };
+    let refused = plain
+        .client
+        .list_tasks(plain.request(json!({})))
+        .await
+        .expect_err("not without TLS");
+    assert_ne!(refused.code(), Code::Ok);
+}
+
+#[tokio::test]
+async fn grpc_connections_beyond_the_limit_wait_for_a_slot() {
+    let config = format!("{DEFAULT_CONFIG}{GRPC}max_connections = 1\n");
+    let server = Server::start(&config, None);
+    let mut first = Grpc::as_participant(&server, "alice").await;
+    first
+        .client
+        .list_tasks(first.request(json!({})))
+        .await
+        .expect("the first connection is served");
+
+    // While the first connection stays open, a second is not served at all.
+    let url = grpc_url(&server).await;
+    let second = Channel::from_shared(format!("http://{url}"))
+        .expect("uri")
+        .timeout(Duration::from_secs(2))
+        .connect_lazy();
+    let mut second = Grpc {
+        client: A2aServiceClient::new(second),
+        metadata: first.metadata.clone(),
+    };
+    let waited = second
+        .client
+        .list_tasks(second.request(json!({})))
+        .await
+        .expect_err("no slot while the first is open");
+    assert!(
+        matches!(
+            waited.code(),
+            Code::Cancelled | Code::DeadlineExceeded | Code::Unavailable
+        ),
+        "{waited:?}"
+    );
+
+    // Once both close (the waiting one may be the next accepted), a slot is free.
+    drop(first);
+    drop(second);
+    let mut third = Grpc::as_participant(&server, "alice").await;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        third.client.list_tasks(third.request(json!({}))),
+    )
+    .await
+    .expect("served once the slot is free")
+    .expect("listed");
+}
