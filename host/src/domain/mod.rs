@@ -9,12 +9,17 @@
 //! (a Wasm component or a remote endpoint).
 
 mod command;
+mod model;
 mod participant;
 mod view;
 
 pub use command::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,
+};
+pub use model::{
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
+    ToolSpec, Usage,
 };
 pub use participant::{MAX_PARTICIPANT_ID_CHARS, Participant, Role, check_participant_id};
 pub use view::{SubtaskView, TaskView};

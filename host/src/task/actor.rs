@@ -50,7 +50,7 @@ use crate::a2a::types::{Message, Role as MessageRole, Task, TaskState, Timestamp
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{Participant, Role, SubtaskView, TaskView};
 use crate::hooks::Operation;
-use crate::model::ModelRequest;
+use crate::model::{ChatMessage, ModelRequest};
 
 /// How an actor comes to run.
 pub(crate) enum Start {
@@ -375,8 +375,29 @@ impl TaskActor {
         let view = self.view();
         let request = ModelRequest {
             model: self.record.model.clone(),
-            effort: self.record.effort.clone(),
-            history: self.record.history.clone(),
+            effort: self.record.effort.parse().unwrap_or_default(),
+            system: None,
+            messages: self
+                .record
+                .history
+                .iter()
+                .map(|message| {
+                    let content = super::state::message_text(message);
+                    match message.role {
+                        crate::a2a::types::Role::Agent => ChatMessage::Assistant {
+                            content,
+                            tool_calls: Vec::new(),
+                        },
+                        _ => ChatMessage::User { content },
+                    }
+                })
+                .collect(),
+            tools: vec![crate::model::ToolSpec {
+                name: "ask_participant".into(),
+                description: "Ask the participants a question".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
         };
         self.job = Some(Job::spawn(|progress| {
             turn::model_turn(registry, model, view, request, progress)

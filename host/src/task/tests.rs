@@ -1121,13 +1121,13 @@ async fn request_received_refuses_ordinary_messages_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_invoked_hooks_shape_and_refuse_model_turns() {
     let last_text = |context: &Value| {
-        let history = context["request"]["history"]
+        let messages = context["request"]["messages"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        history
+        messages
             .last()
-            .map(|m| m["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
             .unwrap_or_default()
     };
     let pre = native_hook(

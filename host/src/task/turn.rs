@@ -98,17 +98,24 @@ async fn stream_reply(
     request: ModelRequest,
     progress: &Progress,
 ) -> Result<ModelReply, String> {
-    let mut events = model.respond(request);
+    let mut events = model.stream(request);
+    let mut text = String::new();
     while let Some(event) = events.next().await {
         match event.map_err(|error| format!("the model failed: {error}"))? {
             ModelEvent::Progress(text) => progress.report(text).await,
-            ModelEvent::Reply {
-                text,
-                asks_question,
-            } => {
+            ModelEvent::TextDelta(delta) => text.push_str(&delta),
+            ModelEvent::ToolCall(call) => {
+                let question = call.arguments["question"].as_str().unwrap_or_default();
+                return Ok(ModelReply {
+                    text: question.to_owned(),
+                    asks_question: true,
+                });
+            }
+            ModelEvent::Usage(_) => {}
+            ModelEvent::Stop(_) => {
                 return Ok(ModelReply {
                     text,
-                    asks_question,
+                    asks_question: false,
                 });
             }
         }
