@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
-use tiny_harness::model::OfflineModel;
+use tiny_harness::model::Models;
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
@@ -188,7 +188,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
             admins: config.admins.clone(),
         },
         plugins.registries,
-        Arc::new(OfflineModel::new()),
+        Models::offline_named(&config.models.selectable, &config.models.default)?,
         Durability::open(&config)?,
     );
     // Before serving: settle whatever the last stop interrupted.

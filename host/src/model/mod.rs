@@ -118,6 +118,25 @@ impl Models {
         }
     }
 
+    /// The offline model under each of `names`, `default` among them (until
+    /// `[models.<name>]` configures providers, every selectable name is the
+    /// offline model).
+    pub fn offline_named(names: &[String], default: &str) -> Result<Self, UnknownDefault> {
+        let model: Arc<dyn Model> = Arc::new(OfflineModel::new());
+        let entries = names
+            .iter()
+            .map(|name| {
+                let entry = ModelEntry {
+                    model: Arc::clone(&model),
+                    context_window: OFFLINE_CONTEXT_WINDOW,
+                    max_output_tokens: None,
+                };
+                (name.clone(), entry)
+            })
+            .collect();
+        Models::new(entries, default.to_owned())
+    }
+
     pub fn get(&self, name: &str) -> Option<&ModelEntry> {
         self.entries.get(name)
     }

@@ -371,7 +371,11 @@ impl TaskActor {
 
     fn start_model_turn(&mut self) {
         let registry = self.env.registries.current();
-        let model = Arc::clone(&self.env.model);
+        let model = self
+            .env
+            .models
+            .get(&self.record.model)
+            .map(|entry| Arc::clone(&entry.model));
         let view = self.view();
         let request = ModelRequest {
             model: self.record.model.clone(),

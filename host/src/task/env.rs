@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::commands::Registries;
-use crate::model::Model;
+use crate::model::Models;
 use crate::push::Pusher;
 use crate::store::TaskStore;
 
@@ -26,7 +26,7 @@ pub struct TaskSettings {
 pub(crate) struct Env {
     pub(crate) settings: TaskSettings,
     pub(crate) registries: Registries,
-    pub(crate) model: Arc<dyn Model>,
+    pub(crate) models: Models,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) push: Arc<Pusher>,
     /// How long an actor with nothing to do lives on.

@@ -46,7 +46,7 @@ use crate::a2a::types::{
 use crate::commands::{CommandRegistry, Registries};
 use crate::config::Config;
 use crate::domain::{Participant, Role};
-use crate::model::Model;
+use crate::model::Models;
 use crate::push::{PushSettings, Pusher, Viewer};
 use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
 
@@ -139,8 +139,8 @@ struct Inner {
 
 impl TaskService {
     /// A service keeping its tasks in memory.
-    pub fn new(settings: TaskSettings, registries: Registries, model: Arc<dyn Model>) -> Self {
-        Self::with_durability(settings, registries, model, Durability::in_memory())
+    pub fn new(settings: TaskSettings, registries: Registries, models: Models) -> Self {
+        Self::with_durability(settings, registries, models, Durability::in_memory())
     }
 
     /// A service on `durability`'s store. Call [`TaskService::recover`]
@@ -148,14 +148,14 @@ impl TaskService {
     pub fn with_durability(
         settings: TaskSettings,
         registries: Registries,
-        model: Arc<dyn Model>,
+        models: Models,
         durability: Durability,
     ) -> Self {
         let push = Pusher::new(Arc::clone(&durability.store), durability.push.clone());
         let env = Env {
             settings,
             registries,
-            model,
+            models,
             store: durability.store,
             push,
             idle_timeout: durability.idle_timeout,

@@ -21,7 +21,7 @@ use crate::hooks::{
     Abort, AbortReason, Decision, ExecutorKind, HookEntry, HookPoint, NativeExecutor, Operation,
     Phase,
 };
-use crate::model::OfflineModel;
+use crate::model::Models;
 use crate::plugins::PluginLoader;
 use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
 
@@ -56,6 +56,12 @@ fn settings() -> TaskSettings {
     }
 }
 
+/// The offline model under every selectable name of `settings`.
+fn offline_models(settings: &TaskSettings) -> Models {
+    Models::offline_named(&settings.selectable_models, &settings.default_model)
+        .expect("the default is selectable")
+}
+
 fn service() -> TaskService {
     service_with(CommandRegistry::builder())
 }
@@ -67,7 +73,7 @@ fn service_with(builder: RegistryBuilder) -> TaskService {
     TaskService::new(
         settings(),
         Registries::new(loaded.registry),
-        Arc::new(OfflineModel::new()),
+        offline_models(&settings()),
     )
 }
 

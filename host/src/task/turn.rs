@@ -32,11 +32,17 @@ struct ModelReply {
 /// Ask the model, with the `llm.invoked` hooks around it.
 pub(crate) async fn model_turn(
     registry: Arc<CommandRegistry>,
-    model: Arc<dyn Model>,
+    model: Option<Arc<dyn Model>>,
     view: TaskView,
     request: ModelRequest,
     progress: Progress,
 ) -> TurnOutput {
+    let Some(model) = model else {
+        return TurnOutput::Failed(format!(
+            "the model `{}` is not configured on this server",
+            request.model
+        ));
+    };
     match ask_model(&registry, model.as_ref(), view, request, &progress).await {
         Ok(reply) => TurnOutput::Reply {
             text: reply.text,

@@ -27,7 +27,7 @@ fn durable_service(store: Arc<dyn TaskStore>, idle: Duration) -> TaskService {
     TaskService::with_durability(
         settings(),
         Registries::new(loaded.registry),
-        Arc::new(OfflineModel::new()),
+        super::offline_models(&settings()),
         Durability {
             store,
             idle_timeout: idle,
