@@ -186,6 +186,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
             selectable_models: config.models.selectable.clone(),
             default_effort: config.default_effort.clone(),
             admins: config.admins.clone(),
+            ..TaskSettings::default()
         },
         plugins.registries,
         Models::offline_named(&config.models.selectable, &config.models.default)?,

@@ -40,6 +40,7 @@ fn service(registry: CommandRegistry) -> TaskService {
             selectable_models: vec!["offline-echo".into(), "offline-large".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            ..TaskSettings::default()
         },
         Registries::new(registry),
         Models::offline(),

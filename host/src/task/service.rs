@@ -337,8 +337,12 @@ impl TaskService {
         let history = request
             .history_length
             .map(|n| usize::try_from(n).unwrap_or(0));
+        // Who may see it is decided from the head alone, before its history
+        // is read: a stranger costs (and learns) nothing more than a task
+        // that does not exist.
+        let head = self.head(&request.id).await?;
+        access::visible(&head, &caller.id, &self.inner.env.settings.admins)?;
         let record = self.load(&request.id, history).await?;
-        access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
         Ok(record.to_task(request.history_length))
     }
 
@@ -608,18 +612,17 @@ impl TaskService {
         let record = self.new_conversation(caller, &message);
         let role =
             access::role_of(&record, &caller.id, &env.settings.admins).unwrap_or(Role::Reporter);
+        let sender = Participant {
+            id: caller.id.clone(),
+            role,
+        };
+        let view = record.view(&env.settings.selectable_models);
+        // Refused here, the task is never created.
         let message = match class {
-            Class::Ordinary => {
-                let sender = Participant {
-                    id: caller.id.clone(),
-                    role,
-                };
-                let view = record.view(&env.settings.selectable_models);
-                // Refused here, the task is never created.
-                screen::request_received(&registry, message, &sender, &view).await?
-            }
+            Class::Ordinary => screen::request_received(&registry, message, &sender, &view).await?,
             _ => message,
         };
+        screen::task_created(&registry, &sender, &view).await?;
         let task_id = record.id.clone();
         if let Some(config) = push {
             // Registered first, so the webhook hears the first turn too.
@@ -732,10 +735,7 @@ impl TaskService {
                     .into_iter()
                     .map(|event| {
                         let parsed = serde_json::from_str(&event.document).ok()?;
-                        Some(Sequenced {
-                            seq: event.seq,
-                            event: Arc::new(parsed),
-                        })
+                        Some(Sequenced::stored(event.seq, parsed))
                     })
                     .collect()
             })
