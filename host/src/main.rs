@@ -16,7 +16,7 @@ use tiny_harness::plugins::{
     register_plugins_command,
 };
 use tiny_harness::server::{self, ServerSettings};
-use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
+use tiny_harness::task::{Participant, Role, TaskService, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -181,16 +181,10 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _runtime = tokio.enter();
     let _watch = plugins.watch()?;
     let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: config.models.default.clone(),
-            selectable_models: config.models.selectable.clone(),
-            default_effort: config.default_effort.clone(),
-            admins: config.admins.clone(),
-            ..TaskSettings::default()
-        },
+        config.task_settings(),
         plugins.registries,
         Models::offline_named(&config.models.selectable, &config.models.default)?,
-        Durability::open(&config)?,
+        config.durability()?,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;

@@ -340,6 +340,36 @@ async fn a_turn_cut_twice_and_a_command_cut_once_are_not_run_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_cut_by_a_restart_is_reported_to_the_model_and_never_run_again() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let before = durable_service(Arc::clone(&store), Duration::from_secs(60));
+    let spawn = "use tool spawn_subtask with {\"goal\": \"work for 3 seconds\"}";
+    let working = send(&before, "alice", immediately(say(None, spawn)))
+        .await
+        .expect("accepted");
+    // The call is journaled and its sub-task started: the tool is running.
+    wait_for(&before, &working.id, |task| !subtasks(task).is_empty()).await;
+    drop(before);
+
+    let after = durable_service(Arc::clone(&store), Duration::from_secs(60));
+    after.recover().await.expect("recovers");
+    let parked = wait_for(&after, &working.id, |task| {
+        task.status.state == TaskState::InputRequired
+    })
+    .await;
+    let reply = status_text(&parked);
+    assert!(
+        reply.starts_with("Tool spawn_subtask failed: This call was interrupted by a restart"),
+        "{reply}"
+    );
+    // Not run again: still the one sub-task, which carries on and reports.
+    assert_eq!(subtasks(&parked).len(), 1);
+    let reported = wait_for(&after, &working.id, |task| !task.artifacts.is_empty()).await;
+    assert_eq!(subtasks(&reported).len(), 1);
+    assert_eq!(subtasks(&reported)[0]["state"], "TASK_STATE_COMPLETED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_catches_up_with_a_sub_task_that_ended_while_it_was_down() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let parent = conversation();
