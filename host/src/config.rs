@@ -456,7 +456,10 @@ impl Config {
             ));
         }
         for (key, value) in [
-            ("limits.max_history_messages", self.limits.max_history_messages),
+            (
+                "limits.max_history_messages",
+                self.limits.max_history_messages,
+            ),
             ("limits.max_reply_bytes", self.limits.max_reply_bytes),
         ] {
             if value == 0 {
