@@ -12,4 +12,5 @@ mod durability;
 mod plugin_host;
 mod remote_executors;
 mod scaffold;
+mod security;
 mod server;

@@ -6,7 +6,7 @@
 //! if the process died: nothing more is committed) and opens another on the
 //! same store.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::*;
 use crate::a2a::types::{TaskPushNotificationConfig, Timestamp};
@@ -448,10 +448,12 @@ async fn the_log_alone_rebuilds_every_task_exactly() {
     }
 }
 
-/// A store whose writes fail while `failing` is set, as on a full disk.
+/// A store whose writes fail while `failing` is set, as on a full disk, and
+/// which counts the tasks it loads whole.
 struct Flaky {
     inner: MemoryStore,
     failing: AtomicBool,
+    loads: AtomicUsize,
 }
 
 impl Flaky {
@@ -470,6 +472,7 @@ impl TaskStore for Flaky {
         }
     }
     fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
         self.inner.load(id, history)
     }
     fn head(&self, id: String) -> StoreFuture<'_, Option<String>> {
@@ -510,6 +513,31 @@ impl TaskStore for Flaky {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_is_refused_from_the_head_before_any_history_is_read() {
+    let store = Arc::new(Flaky {
+        inner: MemoryStore::new(),
+        failing: AtomicBool::new(false),
+        loads: AtomicUsize::new(0),
+    });
+    let service = durable_service(store.clone(), Duration::from_secs(60));
+    let task = start(&service, "alice", "a long conversation").await;
+    let loads = store.loads.load(Ordering::SeqCst);
+    let refused = get(&service, "mallory", &task.id).await;
+    assert!(
+        matches!(refused, Err(A2aError::TaskNotFound { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.loads.load(Ordering::SeqCst),
+        loads,
+        "the stranger's GetTask read the task's history"
+    );
+    // The participant's reads it, of course.
+    get(&service, "alice", &task.id).await.expect("visible");
+    assert_eq!(store.loads.load(Ordering::SeqCst), loads + 1);
+}
+
 fn is_unavailable<T: std::fmt::Debug>(result: &Result<T, A2aError>) -> bool {
     matches!(result, Err(A2aError::StoreUnavailable(reason)) if reason.contains("disk is full"))
 }
@@ -519,6 +547,7 @@ async fn nothing_is_acknowledged_that_the_store_refused() {
     let flaky = Arc::new(Flaky {
         inner: MemoryStore::new(),
         failing: AtomicBool::new(true),
+        loads: AtomicUsize::new(0),
     });
     let store: Arc<dyn TaskStore> = flaky.clone();
     let service = durable_service(Arc::clone(&store), Duration::from_secs(60));
