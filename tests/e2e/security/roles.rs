@@ -121,10 +121,6 @@ fn an_executor_at_a_phase_that_never_runs_is_refused_at_load() {
                 .contains("task.created runs executors at task.created.pre, task.created.post"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("command /plugins is declared by both"),
-        "{stdout}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
