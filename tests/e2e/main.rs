@@ -7,6 +7,7 @@
 
 mod support;
 
+mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
