@@ -36,7 +36,7 @@ use crate::a2a::types::{
     StringList,
 };
 use crate::commands::CommandRegistry;
-use crate::config::TaskLifecycle;
+use crate::task::TaskLifecycle;
 
 /// Where the card is served (spec 8.2).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";

@@ -25,8 +25,8 @@ use serde_json::{Map, Value, json};
 
 use crate::a2a::types::AgentExtension;
 use crate::commands::{ArgumentSpec, ArgumentType, CommandRegistry, RegisteredCommand};
-use crate::config::TaskLifecycle;
 use crate::task::LIFECYCLE_KEY;
+use crate::task::TaskLifecycle;
 
 /// The status extension: the INPUT_REQUIRED sub-state in metadata.
 pub const STATUS_EXTENSION_URI: &str = "https://tiny-harness.dev/extensions/status/v1";

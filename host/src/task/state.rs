@@ -8,17 +8,16 @@
 //! records rebuilds the same record, which is what lets a durable backend
 //! decide exactly as the live task did.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::events::Sequenced;
+use super::transcript::STREAM_KEY;
 use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
-use crate::domain::{Participant, SubtaskView, TaskView};
+use crate::domain::{Participant, SubtaskView, TaskView, Usage};
 use crate::store::StoredTask;
 
 /// Where the status extension writes the sub-state (decision 007).
@@ -33,6 +32,10 @@ pub const LIFECYCLE_KEY: &str = "lifecycle";
 /// The id prefix of the artifact holding a one-shot task's reply; the turn
 /// number follows (`reply-1`).
 pub(crate) const REPLY_ARTIFACT_PREFIX: &str = "reply-";
+/// The reply artifact's metadata: the id of the reply message in the history.
+pub(crate) const REPLY_MESSAGE_KEY: &str = "message_id";
+/// Task metadata: the tokens the conversation's models reported, in total.
+pub(crate) const USAGE_KEY: &str = "usage";
 
 /// A fresh server-generated id for tasks, contexts, messages and artifacts.
 pub(crate) fn new_id() -> String {
@@ -138,6 +141,18 @@ pub(crate) struct TaskRecord {
     /// last one (the creation is position 0).
     #[serde(default)]
     pub(crate) changes: u64,
+    /// Tokens its models reported, over every turn.
+    #[serde(default)]
+    pub(crate) usage: UsageTotals,
+}
+
+/// Tokens reported over a task's turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct UsageTotals {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    /// Turns whose model reported usage.
+    pub(crate) turns: u64,
 }
 
 /// A change to a task. [`TaskRecord::apply`] is the only way one happens.
@@ -158,6 +173,8 @@ pub(crate) enum Change {
     Subtask(SubtaskView),
     /// A turn started (or was started again after a restart).
     TurnStarted(Turn),
+    /// A turn's models reported these tokens.
+    Usage(Usage),
 }
 
 impl Change {
@@ -172,6 +189,7 @@ impl Change {
             Change::Participants(_) => "participants",
             Change::Subtask(_) => "subtask",
             Change::TurnStarted(_) => "turn_started",
+            Change::Usage(_) => "usage",
         }
     }
 }
@@ -202,6 +220,16 @@ impl StatusChange {
     pub(crate) fn progress(message: Message) -> Self {
         StatusChange {
             message: Some(message),
+            ..StatusChange::working()
+        }
+    }
+
+    /// Something a turn did that joins the history while it goes on (a
+    /// tool call, a tool's result).
+    pub(crate) fn recorded(message: Message) -> Self {
+        StatusChange {
+            message: Some(message),
+            in_history: true,
             ..StatusChange::working()
         }
     }
@@ -262,6 +290,7 @@ impl TaskRecord {
             seq: 0,
             turn: None,
             changes: 0,
+            usage: UsageTotals::default(),
         }
     }
 
@@ -363,6 +392,13 @@ impl TaskRecord {
                 self.turn = Some(turn);
                 Applied::default()
             }
+            Change::Usage(usage) => {
+                let totals = &mut self.usage;
+                totals.input_tokens = totals.input_tokens.saturating_add(usage.input_tokens);
+                totals.output_tokens = totals.output_tokens.saturating_add(usage.output_tokens);
+                totals.turns += 1;
+                Applied::default()
+            }
         }
     }
 
@@ -386,11 +422,22 @@ impl TaskRecord {
             message: change.message,
             timestamp: Some(now),
         };
+        let mut metadata = self.sub_state_metadata();
+        // Tool activity says what it is in the update too, for renderers
+        // that read only the stream's metadata.
+        if let Some(stream) = self
+            .status
+            .message
+            .as_ref()
+            .and_then(|message| message.metadata.get(STREAM_KEY))
+        {
+            metadata.insert(STREAM_KEY.into(), stream.clone());
+        }
         let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: self.id.clone(),
             context_id: self.context_id.clone(),
             status: self.rendered_status(),
-            metadata: self.sub_state_metadata(),
+            metadata,
         });
         Applied {
             transition: (from != change.state).then_some((from, change.state)),
@@ -401,10 +448,7 @@ impl TaskRecord {
     fn sequenced(&mut self, event: StreamResponse) -> Applied {
         self.seq += 1;
         Applied {
-            event: Some(Sequenced {
-                seq: self.seq,
-                event: Arc::new(event),
-            }),
+            event: Some(Sequenced::stored(self.seq, event)),
             transition: None,
         }
     }
@@ -436,6 +480,9 @@ impl TaskRecord {
         if let Lifecycle::Delegated { parent_id, .. } = &self.lifecycle {
             metadata.insert(PARENT_KEY.into(), json!(parent_id));
         }
+        if self.usage.turns > 0 {
+            metadata.insert(USAGE_KEY.into(), json!(self.usage));
+        }
         metadata
     }
 
@@ -465,6 +512,10 @@ impl TaskRecord {
             participants: self.participants.clone(),
             subtasks: self.subtasks.clone(),
             turn_count: self.turn_count,
+            usage: Usage {
+                input_tokens: self.usage.input_tokens,
+                output_tokens: self.usage.output_tokens,
+            },
         }
     }
 
@@ -497,30 +548,37 @@ impl TaskRecord {
         }
     }
 
-    /// The artifact holding a one-shot task's reply to its latest turn.
-    pub(crate) fn reply_artifact(&self, text: &str, data: Option<&Value>) -> Artifact {
+    /// The artifact holding a one-shot task's reply to its latest turn: the
+    /// reply's text (and data), and the id of the reply message in the history.
+    pub(crate) fn reply_artifact(&self, reply: &Message, data: Option<&Value>) -> Artifact {
         let id = format!("{REPLY_ARTIFACT_PREFIX}{}", self.turn_count);
-        let mut parts = vec![Part::text(text)];
+        let mut parts = vec![Part::text(message_text(reply))];
         parts.extend(data.cloned().map(Part::data));
+        let mut metadata = Metadata::new();
+        metadata.insert(REPLY_MESSAGE_KEY.into(), json!(reply.message_id));
         Artifact {
             artifact_id: id,
             name: Some("reply".to_owned()),
             parts,
+            metadata,
             ..Artifact::default()
         }
     }
 
-    /// The agent's message repeating the latest reply artifact (a one-shot
-    /// task's final status message), if there is one.
+    /// A one-shot task's latest reply, as recorded in its history (its final
+    /// status message), if there is one.
     pub(crate) fn latest_reply(&self) -> Option<Message> {
         let artifact = self
             .artifacts
             .iter()
             .rev()
             .find(|artifact| artifact.artifact_id.starts_with(REPLY_ARTIFACT_PREFIX))?;
-        let mut message = self.agent_message("", None);
-        message.parts = artifact.parts.clone();
-        Some(message)
+        let id = artifact.metadata.get(REPLY_MESSAGE_KEY)?.as_str()?;
+        self.history
+            .iter()
+            .rev()
+            .find(|message| message.message_id == id)
+            .cloned()
     }
 
     /// The text of the current status message.
@@ -599,10 +657,10 @@ mod tests {
             Change::Status(StatusChange::parked(reply, SubState::AwaitingAnswer)),
             now(),
         );
-        let Some(Sequenced { seq: 1, event }) = applied.event else {
+        let Some(Sequenced { seq: 1, event, .. }) = applied.event else {
             panic!("expected the first event, got {:?}", applied.event);
         };
-        let StreamResponse::StatusUpdate(update) = Arc::unwrap_or_clone(event) else {
+        let StreamResponse::StatusUpdate(update) = std::sync::Arc::unwrap_or_clone(event) else {
             panic!("expected a status update");
         };
         assert_eq!(update.metadata[SUB_STATE_KEY], "awaiting-answer");
