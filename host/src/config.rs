@@ -939,6 +939,91 @@ mod tests {
     }
 
     #[test]
+    fn admins_need_tokens() {
+        let message = error("admins = [\"root\"]");
+        assert!(message.contains("`root`"), "{message}");
+        assert!(message.contains("[auth]"), "{message}");
+        assert!(message.contains("= \"root\" }"), "{message}");
+        let config =
+            Config::from_toml("admins = [\"root\"]\n[auth]\ntokens = { \"t\" = \"root\" }")
+                .expect("admins with tokens");
+        assert_eq!(config.admins, ["root"]);
+        // The defaults are a working loopback setup without admins.
+        assert!(Config::default().admins.is_empty());
+    }
+
+    #[test]
+    fn names_origins_and_new_limits_are_checked() {
+        let config = Config::from_toml(
+            "[http]\npublic_names = [\"harness.example.com\", \"edge:9443\", \"10.0.0.5\"]\n\
+             allowed_origins = [\"https://app.example.com\", \"http://localhost:3000\"]",
+        )
+        .expect("valid");
+        assert_eq!(config.http.public_names.len(), 3);
+        for (text, key) in [
+            (
+                "[http]\npublic_names = [\"http://x\"]",
+                "http.public_names[0]",
+            ),
+            ("[http]\npublic_names = [\"a/b\"]", "http.public_names[0]"),
+            (
+                "[http]\npublic_names = [\"u@host\"]",
+                "http.public_names[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"null\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"https://a.example/\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"https://a.example/x\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"ftp://a.example\"]",
+                "http.allowed_origins[0]",
+            ),
+            ("[limits]\nmax_connections = 0", "limits.max_connections"),
+            (
+                "[limits]\nmax_parts_per_message = 0",
+                "limits.max_parts_per_message",
+            ),
+            ("[limits]\nmax_json_depth = 0", "limits.max_json_depth"),
+            (
+                "[limits]\nmax_json_values_per_message = 0",
+                "limits.max_json_values_per_message",
+            ),
+            (
+                "[limits]\ntls_handshake_timeout_secs = 0",
+                "limits.tls_handshake_timeout_secs",
+            ),
+            (
+                "[rate_limit]\nper_address_burst = 0",
+                "rate_limit.per_address_burst",
+            ),
+            (
+                "[rate_limit]\nper_address_per_second = -1",
+                "rate_limit.per_address_per_second",
+            ),
+            ("[rate_limit]\nmax_buckets = 0", "rate_limit.max_buckets"),
+            (
+                "[push]\nmax_configs_per_task = 0",
+                "push.max_configs_per_task",
+            ),
+            (
+                "[push]\nmax_configs_per_participant = 0",
+                "push.max_configs_per_participant",
+            ),
+        ] {
+            let message = error(text);
+            assert!(message.contains(key), "{text}: {message}");
+        }
+    }
+
+    #[test]
     fn the_error_for_a_token_never_shows_it() {
         let message = error("[auth]\ntokens = { \"super secret\" = \"alice\" }");
         assert!(!message.contains("super secret"), "{message}");

@@ -111,12 +111,6 @@ pub(crate) fn check_literal_at_delivery(url: &str, allow_private: bool) -> Resul
     }
 }
 
-/// Whether `ip` is an ordinary public unicast address.
-#[cfg(test)]
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    judge(ip).is_ok()
-}
-
 /// Why an address is not public: the block it is in, and for an IPv6
 /// address that carries an IPv4 address, that IPv4 address and its block.
 #[derive(Debug)]
