@@ -7,9 +7,11 @@
 
 mod support;
 
+mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
 mod remote_executors;
 mod scaffold;
+mod security;
 mod server;

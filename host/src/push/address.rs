@@ -196,11 +196,12 @@ fn embedded(ip: Ipv6Addr, embedding: Embedding) -> Vec<Ipv4Addr> {
     match embedding {
         Embedding::Last32 => vec![last32],
         // RFC 6052 section 2.2: bits 64 to 71 are always skipped.
+        // The /96 form first: it is the one the refusal names when several are private.
         Embedding::LocalUseNat64 => vec![
-            at([6, 7, 9, 10]),
-            at([7, 9, 10, 11]),
-            at([9, 10, 11, 12]),
             last32,
+            at([9, 10, 11, 12]),
+            at([7, 9, 10, 11]),
+            at([6, 7, 9, 10]),
         ],
         Embedding::SixToFour => vec![at([2, 3, 4, 5])],
         Embedding::Teredo => vec![at([4, 5, 6, 7]), Ipv4Addr::from_bits(!last32.to_bits())],

@@ -138,6 +138,11 @@ impl FromRequest<AppState> for RestBody {
         if bytes.is_empty() {
             return Ok(RestBody(Map::new()));
         }
+        // Before the body becomes values: their number, not its bytes, is what costs.
+        state
+            .message_limits
+            .scan(&bytes)
+            .map_err(|(_, refused)| RestError::from(refused))?;
         match serde_json::from_slice(&bytes) {
             Ok(Value::Object(object)) => Ok(RestBody(object)),
             Ok(_) => Err(A2aError::InvalidRequest(
