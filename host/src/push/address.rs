@@ -374,10 +374,16 @@ mod tests {
 
     #[test]
     fn literals_are_checked_again_at_delivery() {
+        // Every example of issue 8 item 7, and IPv4-mapped loopback.
         for url in [
-            "http://[::ffff:127.0.0.1]:9/hook",
-            "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+            "http://[64:ff9b::169.254.169.254]/latest/meta-data",
+            "http://[64:ff9b:1::192.168.0.1]/x",
+            "http://[2002:a9fe:a9fe::1]/x",
+            "http://[::10.0.0.1]/x",
+            "http://[::ffff:0:10.0.0.1]/x",
+            "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x",
             "http://192.0.0.1/x",
+            "http://[::ffff:127.0.0.1]:9/hook",
         ] {
             let refused = check_literal_at_delivery(url, false).expect_err(url);
             assert!(refused.contains("allow_private"), "{refused}");

@@ -131,3 +131,60 @@ async fn issue_8_1_the_defaults_stay_a_working_loopback_setup() {
     assert_eq!(response["error"]["code"], -32001, "{response}");
     assert!(status_text(&root.say(None, "/plugins").await).contains("admin"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_8_8_participant_ids_are_checked_by_one_rule_wherever_they_enter() {
+    let server = Server::with_defaults();
+    let http = crate::support::http();
+    let send = |who: Option<String>, metadata: serde_json::Value| {
+        let mut message = text_message(None, "hi");
+        message["metadata"] = metadata;
+        let mut request = http
+            .post(format!("{}/", server.base))
+            .header("A2A-Version", "1.0");
+        if let Some(who) = who {
+            request = request.header("X-Participant-Id", who);
+        }
+        request
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                "params": {"message": message}}))
+            .send()
+    };
+    // The issue's 5,000-character id, by header.
+    let response: serde_json::Value = send(Some("x".repeat(5000)), json!({}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(response["error"]["code"], -32600, "{response}");
+    let said = response["error"]["message"].as_str().unwrap_or("");
+    assert!(said.contains("X-Participant-Id"), "{said}");
+    assert!(said.contains("at most 128 characters"), "{said}");
+    // The issue's " bob\n", by metadata.
+    let response: serde_json::Value = send(None, json!({"participantId": " bob\n"}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    let said = response["error"]["message"].as_str().unwrap_or("");
+    assert!(said.contains("message.metadata.participantId"), "{said}");
+    let listed = server.client("local").ok("ListTasks", json!({})).await;
+    assert_eq!(listed["totalSize"], 0, "nothing was accepted: {listed}");
+
+    // In the configuration: the token map and the admins.
+    let said = refused_start("[auth]\ntokens = { \"t0k\" = \" bob\\n\" }\n");
+    assert!(said.contains("the token for"), "{said}");
+    assert!(
+        !said.contains("t0k"),
+        "the token itself is never shown: {said}"
+    );
+    let long = "y".repeat(5000);
+    let said = refused_start(&format!(
+        "admins = [\"{long}\"]\n[auth]\ntokens = {{ \"t0k\" = \"root\" }}\n"
+    ));
+    assert!(said.contains("admins[0]"), "{said}");
+    assert!(said.contains("at most 128 characters"), "{said}");
+}
