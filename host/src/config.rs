@@ -29,6 +29,7 @@
 //! [limits]
 //! max_body_bytes = 1048576
 //! header_read_timeout_secs = 30    # to send a request's headers, per request
+//! body_read_timeout_secs = 30      # to send a request's body
 //! max_connections = 512            # open connections; beyond: an idle one is closed, or 503
 //! tls_handshake_timeout_secs = 10
 //! max_parts_per_message = 100
@@ -69,6 +70,7 @@
 //! | :-- | :-- | :-- | :-- |
 //! | `limits.max_body_bytes` | 1 MiB | a request body | `PAYLOAD_TOO_LARGE` (413 / -32600) |
 //! | `limits.header_read_timeout_secs` | 30 | time to send a request's headers | connection closed |
+//! | `limits.body_read_timeout_secs` | 30 | time to send a request's body | `INVALID_REQUEST` naming the key |
 //! | `limits.max_connections` | 512 | open connections (TLS handshakes included) | the oldest idle connection is closed; with none idle, 503 and close |
 //! | `limits.tls_handshake_timeout_secs` | 10 | time to finish a TLS handshake | connection closed |
 //! | `limits.max_parts_per_message` | 100 | parts in one message | `INVALID_PARAMS` naming the key |
@@ -250,6 +252,8 @@ pub struct LimitsConfig {
     /// Seconds a connection has to send a request's headers (each request on a kept-alive
     /// connection included); then it is closed. Default 30.
     pub header_read_timeout_secs: u64,
+    /// Seconds a request's body may take to arrive. Default 30.
+    pub body_read_timeout_secs: u64,
     /// Connections open at once, TLS handshakes included. A connection beyond it closes the
     /// oldest idle one (no request in flight); with none idle it gets a 503 and is closed.
     /// Default 512: well under the usual 1,024 file descriptors.
@@ -398,6 +402,7 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_body_bytes: 1024 * 1024,
             header_read_timeout_secs: 30,
+            body_read_timeout_secs: 30,
             max_connections: 512,
             tls_handshake_timeout_secs: 10,
             max_parts_per_message: 100,
@@ -743,6 +748,7 @@ impl LimitsConfig {
             "limits.header_read_timeout_secs",
             self.header_read_timeout_secs,
         )?;
+        at_least_one("limits.body_read_timeout_secs", self.body_read_timeout_secs)?;
         at_least_one("limits.max_connections", self.max_connections.into())?;
         at_least_one(
             "limits.tls_handshake_timeout_secs",

@@ -49,7 +49,7 @@ async fn endpoint(
         Err(refused) => return RpcError::unauthenticated(refused).into_response(),
     };
     let version = version::check_request(request.headers(), request.uri().query());
-    let body = match read_json_body(request, state.max_body_bytes).await {
+    let body = match read_json_body(request, state.body).await {
         Ok(body) => body,
         Err(error) => return RpcError::new(RequestId::Null, &error).into_response(),
     };

@@ -87,6 +87,7 @@ pub use rate_limit::{Rate, RateLimits};
 pub use serve::{ConnectionLimits, serve};
 
 use auth::Authenticator;
+use body::BodyLimits;
 use origin::Origins;
 use rate_limit::RateLimiter;
 
@@ -114,6 +115,8 @@ pub struct ServerSettings {
     pub allowed_origins: Vec<String>,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive.
+    pub body_read_timeout: Duration,
     /// The budgets of one message.
     pub message_limits: MessageLimits,
     /// Message sends per participant and, for self-asserted callers, per address.
@@ -140,6 +143,7 @@ impl ServerSettings {
             public_names: config.http.public_names.clone(),
             allowed_origins: config.http.allowed_origins.clone(),
             max_body_bytes: size(limits.max_body_bytes),
+            body_read_timeout: Duration::from_secs(limits.body_read_timeout_secs),
             message_limits: MessageLimits {
                 max_parts: size(limits.max_parts_per_message.into()),
                 max_json_depth: size(limits.max_json_depth.into()),
@@ -176,7 +180,7 @@ pub(crate) struct AppState {
     bound: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
-    max_body_bytes: usize,
+    body: BodyLimits,
     keep_alive: Duration,
 }
 
@@ -189,7 +193,10 @@ impl AppState {
             message_limits: settings.message_limits,
             bound: settings.bound,
             scheme: if settings.tls { "https" } else { "http" },
-            max_body_bytes: settings.max_body_bytes,
+            body: BodyLimits {
+                max_bytes: settings.max_body_bytes,
+                read_timeout: settings.body_read_timeout,
+            },
             keep_alive: settings.keep_alive,
         }
     }
@@ -223,7 +230,7 @@ pub fn app(service: TaskService, settings: ServerSettings) -> Router {
         .merge(rest::routes())
         .layer(axum::middleware::from_fn(extensions::echo_activated))
         // Read by the body extractor: larger bodies are refused, not buffered.
-        .layer(DefaultBodyLimit::max(state.max_body_bytes));
+        .layer(DefaultBodyLimit::max(state.body.max_bytes));
     Router::new()
         .route(AGENT_CARD_PATH, get(card::agent_card))
         .merge(protocol)

@@ -29,6 +29,7 @@ fn settings() -> ServerSettings {
         tls: false,
         tokens: Default::default(),
         max_body_bytes: LIMIT,
+        body_read_timeout: Duration::from_secs(30),
         admins: Vec::new(),
         public_names: Vec::new(),
         allowed_origins: Vec::new(),
