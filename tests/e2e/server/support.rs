@@ -37,6 +37,11 @@ impl Server {
         }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn with_defaults() -> Server {
         Server::start(DEFAULT_CONFIG, None)
     }
@@ -55,11 +60,6 @@ impl Server {
             participant: participant.to_owned(),
             token: self.tokens.get(participant).cloned(),
         }
-    }
-
-    /// The server's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 }
 
