@@ -174,6 +174,9 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
+    // Next the store, whose lock keeps a second server off a database in use before it
+    // touches it (or compiles a single plugin).
+    let durability = config.durability()?;
     let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
@@ -184,7 +187,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.task_settings(),
         plugins.registries,
         Models::offline_named(&config.models.selectable, &config.models.default)?,
-        config.durability()?,
+        durability,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;
@@ -278,7 +281,7 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         Some(listener) => Some(listener.local_addr()?),
         None => None,
     };
-    let header_read_timeout = settings.header_read_timeout;
+    let limits = settings.connection_limits;
     let max_message_bytes = settings.max_body_bytes;
     let (app, grpc) = server::bindings(service, settings);
     let scheme = if acceptor.is_some() { "https" } else { "http" };
@@ -290,15 +293,7 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
     }
     // The end-to-end tests read this line to find the port.
     eprintln!("listening on {scheme}://{bound}");
-    let http = async {
-        match acceptor {
-            Some(acceptor) => {
-                let listener = server::tls::TlsListener::new(listener, acceptor)?;
-                server::serve(listener, app, header_read_timeout, shutdown_signal()).await
-            }
-            None => server::serve(listener, app, header_read_timeout, shutdown_signal()).await,
-        }
-    };
+    let http = server::serve(listener, acceptor, app, limits, shutdown_signal());
     let grpc = async {
         let Some(listener) = grpc_listener else {
             return Ok(());

@@ -39,7 +39,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::server::Connected;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
 pub use generated::a2a as proto;
 /// `google.rpc` error details (`Status`, `ErrorInfo`, `BadRequest`), as sent in
@@ -79,7 +79,7 @@ pub async fn serve<L>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error>
 where
-    L: axum::serve::Listener,
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
     L::Io: Unpin,
 {
     let server = proto::a2a_service_server::A2aServiceServer::new(binding.service)
@@ -128,16 +128,17 @@ async fn accept<L>(
     max: usize,
     accepted: mpsc::Sender<Result<Counted<L::Io>, io::Error>>,
 ) where
-    L: axum::serve::Listener,
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
 {
     let open = Arc::new(Semaphore::new(max));
     loop {
         let Ok(permit) = Arc::clone(&open).acquire_owned().await else {
             return;
         };
-        let (io, _peer) = listener.accept().await;
+        let (io, peer) = listener.accept().await;
         let connection = Counted {
             io,
+            peer,
             _permit: permit,
         };
         if accepted.send(Ok(connection)).await.is_err() {
@@ -146,16 +147,23 @@ async fn accept<L>(
     }
 }
 
-/// A connection that holds one of the `max_connections` slots until it closes.
+/// A connection that holds one of the `max_connections` slots until it closes, and
+/// knows its peer (the per-address rate limit of self-asserted callers).
 struct Counted<Io> {
     io: Io,
+    peer: std::net::SocketAddr,
     _permit: OwnedSemaphorePermit,
 }
 
 impl<Io> Connected for Counted<Io> {
-    type ConnectInfo = ();
+    type ConnectInfo = TcpConnectInfo;
 
-    fn connect_info(&self) -> Self::ConnectInfo {}
+    fn connect_info(&self) -> Self::ConnectInfo {
+        TcpConnectInfo {
+            local_addr: None,
+            remote_addr: Some(self.peer),
+        }
+    }
 }
 
 impl<Io: AsyncRead + Unpin> AsyncRead for Counted<Io> {

@@ -42,10 +42,13 @@ impl GrpcService {
     /// first, read from the call's metadata.
     fn identity<T>(&self, request: &Request<T>) -> Result<Identity, Status> {
         let headers = request.metadata().clone().into_headers();
+        let peer = request
+            .remote_addr()
+            .map(|address| address.ip().to_canonical());
         let identity = self
             .state
             .auth
-            .authenticate(&headers)
+            .authenticate(&headers, peer)
             .map_err(status::unauthenticated)?;
         version::check_request(&headers, None).map_err(|error| status::from_a2a(&error))?;
         Ok(identity)
