@@ -1054,6 +1054,7 @@ async fn the_card_needs_no_version_and_supports_conditional_requests() {
     let parsed = httpdate::parse_http_date(&modified).expect("an HTTP date");
     let by_date = |date: String| {
         Request::get("/.well-known/agent-card.json")
+            .header("host", HOST)
             .header("if-modified-since", date)
             .body(Body::empty())
             .expect("request")
