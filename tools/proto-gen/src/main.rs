@@ -38,7 +38,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .extern_path(".google.protobuf", "::pbjson_types")
         // google.api's annotations are options a2a.proto needs to compile,
         // never fields: nothing of them is generated.
-        .extern_path(".google.api", "::unused");
+        .extern_path(".google.api", "::unused")
+        // google.rpc's comments hold proto and JSON snippets in code blocks,
+        // which rustdoc would compile as doctests.
+        .disable_comments([".google.rpc"]);
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
