@@ -20,6 +20,8 @@
 //! - [`outbound`]: the HTTP clients that call out (webhooks, remote
 //!   executors), over http or https;
 //! - [`config`]: the configuration file and its defaults;
+//! - [`tools`]: declarations of the tools the model may call beside its
+//!   intrinsic ones (from plugins, MCP servers, A2A delegates);
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
 pub mod a2a;
@@ -35,3 +37,4 @@ pub mod scaffold;
 pub mod server;
 pub mod store;
 pub mod task;
+pub mod tools;

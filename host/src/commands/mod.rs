@@ -20,7 +20,8 @@ pub use body::{BodyExecutor, BodyResult, CommandBody, NativeBody};
 pub use completion::{Completer, Suggestion};
 pub use generation::Registries;
 pub use registry::{
-    CommandCall, CommandFailure, CommandRegistry, RegisteredCommand, RegistryBuilder, RegistryError,
+    CommandCall, CommandFailure, CommandRegistry, RegisteredCommand, RegisteredTool,
+    RegistryBuilder, RegistryError,
 };
 pub use spec::{
     ArgumentSpec, ArgumentType, CommandSpec, DEFAULT_TIMEOUT, InvalidSpec, MAX_TIMEOUT, UsageError,

@@ -17,12 +17,21 @@ use crate::hooks::{
     AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookCall, HookChains, HookEntry,
     HookPoint, Operation, Phase, Trace,
 };
+use crate::tools::{InvalidTool, ToolDeclaration};
 
 /// A command and who declared it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisteredCommand {
     pub spec: CommandSpec,
     /// The plugin that declared it, or `native`.
+    pub origin: String,
+}
+
+/// A tool and who declared it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegisteredTool {
+    pub declaration: ToolDeclaration,
+    /// The plugin (or MCP server, or delegate) that declared it, or `native`.
     pub origin: String,
 }
 
@@ -36,6 +45,17 @@ pub enum RegistryError {
         "command /{name} is declared by both `{first}` and `{second}`; `{second}`'s declaration is ignored"
     )]
     Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error(transparent)]
+    InvalidTool(#[from] InvalidTool),
+    /// Two origins declare one tool: reported, never silently shadowed.
+    #[error(
+        "tool `{name}` is declared by both `{first}` and `{second}`; `{second}`'s declaration is ignored"
+    )]
+    DuplicateTool {
         name: String,
         first: String,
         second: String,
@@ -63,6 +83,7 @@ pub enum RegistryError {
 #[derive(Default)]
 pub struct RegistryBuilder {
     commands: BTreeMap<String, RegisteredCommand>,
+    tools: BTreeMap<String, RegisteredTool>,
     hooks: Vec<HookEntry>,
     /// Per command: the completer of the lowest-priority body offering one.
     completers: BTreeMap<String, (i32, Arc<dyn Completer>)>,
@@ -85,6 +106,30 @@ impl RegistryBuilder {
         };
         self.commands
             .insert(registered.spec.name.clone(), registered);
+        Ok(())
+    }
+
+    /// Declare a tool whose body is a `tool.invoked.in` executor filtered to
+    /// its name.
+    pub fn declare_tool(
+        &mut self,
+        declaration: ToolDeclaration,
+        origin: &str,
+    ) -> Result<(), RegistryError> {
+        declaration.validate()?;
+        if let Some(existing) = self.tools.get(&declaration.name) {
+            return Err(RegistryError::DuplicateTool {
+                name: declaration.name,
+                first: existing.origin.clone(),
+                second: origin.to_owned(),
+            });
+        }
+        let registered = RegisteredTool {
+            declaration,
+            origin: origin.to_owned(),
+        };
+        self.tools
+            .insert(registered.declaration.name.clone(), registered);
         Ok(())
     }
 
@@ -200,8 +245,19 @@ impl RegistryBuilder {
         let commands = &self.commands;
         self.completers
             .retain(|command, _| commands.contains_key(command));
+        // A tool no body serves would fail every call: it is not offered.
+        let tool_body = HookPoint::new(Operation::ToolInvoked, Phase::In);
+        let hooks = &self.hooks;
+        let (tools, unserved_tools): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            self.tools.into_iter().partition(|(name, _)| {
+                hooks
+                    .iter()
+                    .any(|hook| hook.point == tool_body && hook.command.as_ref() == Some(name))
+            });
         let registry = CommandRegistry {
             commands: self.commands,
+            tools,
+            unserved_tools: unserved_tools.into_values().collect(),
             hooks: HookChains::new(self.hooks),
             completers: self
                 .completers
@@ -239,6 +295,10 @@ pub enum CommandFailure {
 #[derive(Clone, Default)]
 pub struct CommandRegistry {
     commands: BTreeMap<String, RegisteredCommand>,
+    /// Tools with a body, by name.
+    tools: BTreeMap<String, RegisteredTool>,
+    /// Tools declared without a body, for the load report.
+    unserved_tools: Vec<RegisteredTool>,
     hooks: HookChains,
     completers: BTreeMap<String, Arc<dyn Completer>>,
 }
@@ -259,6 +319,20 @@ impl CommandRegistry {
 
     pub fn hooks(&self) -> &HookChains {
         &self.hooks
+    }
+
+    /// Every tool with a body, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.tools.values()
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.get(name)
+    }
+
+    /// Tools declared without a `tool.invoked.in` body: not offered.
+    pub fn unserved_tools(&self) -> &[RegisteredTool] {
+        &self.unserved_tools
     }
 
     /// A message that is exactly `/<name> <arguments>` (or `/<name>`) for a

@@ -343,7 +343,9 @@ impl TaskActor {
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
         let work = match &class {
-            Class::Ordinary => Some(TurnWork::Model),
+            Class::Ordinary => Some(TurnWork::Model {
+                sender: Some(sender.clone()),
+            }),
             Class::Command(_) => Some(TurnWork::Command {
                 text: text.clone(),
                 sender: sender.clone(),
@@ -415,10 +417,20 @@ impl TaskActor {
         let registry = self.env.registries.current();
         let settings = &self.env.settings;
         let entry = self.env.models.get(&self.record.model).cloned();
+        // Declared tools are offered by the role of whoever started the turn.
+        let role = match &self.record.turn {
+            Some(Turn {
+                work: TurnWork::Model {
+                    sender: Some(sender),
+                },
+                ..
+            }) => sender.role,
+            _ => Role::Reporter,
+        };
         let tools = match self.record.lifecycle {
             // A one-shot task is a participant's too: it may delegate and ask.
-            Lifecycle::Conversation | Lifecycle::Task => Toolbox::conversation(),
-            Lifecycle::Delegated { .. } => Toolbox::delegated(),
+            Lifecycle::Conversation | Lifecycle::Task => Toolbox::conversation(&registry, role),
+            Lifecycle::Delegated { .. } => Toolbox::delegated(&registry, role),
         };
         let system = settings.agent.system_prompt.clone();
         let budget = entry.as_ref().map_or(u64::MAX, |entry| {
@@ -460,7 +472,9 @@ impl TaskActor {
         let message = subtasks::goal_message(&self.record, parent_id, goal);
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
-        self.apply(Change::TurnStarted(Turn::first(TurnWork::Model)));
+        self.apply(Change::TurnStarted(Turn::first(TurnWork::Model {
+            sender: None,
+        })));
         if self.settle().await.is_ok() {
             self.start_model_turn();
         }
@@ -830,7 +844,7 @@ impl TaskActor {
             return;
         }
         match work {
-            TurnWork::Model => self.start_model_turn(),
+            TurnWork::Model { .. } => self.start_model_turn(),
             TurnWork::Completion { requested_by } => {
                 let view = self.view();
                 self.start_completion(requested_by, view);

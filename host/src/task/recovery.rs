@@ -68,13 +68,13 @@ fn after_interruption(turn: &Turn) -> Resume {
                 sender.id
             ),
         },
-        TurnWork::Model | TurnWork::Completion { .. } if turn.attempt < MAX_ATTEMPTS => {
+        TurnWork::Model { .. } | TurnWork::Completion { .. } if turn.attempt < MAX_ATTEMPTS => {
             Resume::Retry(Turn {
                 work: turn.work.clone(),
                 attempt: turn.attempt + 1,
             })
         }
-        TurnWork::Model | TurnWork::Completion { .. } => Resume::Interrupted {
+        TurnWork::Model { .. } | TurnWork::Completion { .. } => Resume::Interrupted {
             turn: Some(turn.clone()),
             why: format!(
                 "This turn was interrupted by restarts of the harness {} times and was not \
@@ -111,16 +111,16 @@ mod tests {
 
     #[test]
     fn model_turns_are_retried_once_and_commands_never() {
-        let model = Turn::first(TurnWork::Model);
+        let model = Turn::first(TurnWork::Model { sender: None });
         assert_eq!(
             plan(&working(Some(model))),
             Resume::Retry(Turn {
-                work: TurnWork::Model,
+                work: TurnWork::Model { sender: None },
                 attempt: 2
             })
         );
         let retried = Turn {
-            work: TurnWork::Model,
+            work: TurnWork::Model { sender: None },
             attempt: 2,
         };
         assert!(matches!(

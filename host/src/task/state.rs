@@ -92,7 +92,13 @@ pub(crate) struct Turn {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub(crate) enum TurnWork {
     /// A model call (a conversation's message, or a sub-task's goal).
-    Model,
+    /// `sender` decides which declared tools the turn is offered; a
+    /// sub-task's goal (and a turn stored before senders were recorded)
+    /// has none and is offered what a reporter is.
+    Model {
+        #[serde(default)]
+        sender: Option<Participant>,
+    },
     /// A command; `text` is the whole message, e.g. `/deploy prod`.
     Command { text: String, sender: Participant },
     /// The `task.complete` decision for a completion control.

@@ -23,7 +23,7 @@ use super::transcript::ASK_PARTICIPANT;
 use super::turn::hook_failure;
 use crate::commands::CommandRegistry;
 use crate::domain::{
-    SubtaskSpawnedContext, TaskRef, TaskView, ToolCall, ToolContext, ToolOutput, ToolResult,
+    Role, SubtaskSpawnedContext, TaskRef, TaskView, ToolCall, ToolContext, ToolOutput, ToolResult,
     ToolSpec,
 };
 use crate::hooks::{ChainError, HookCall, HookPoint, Operation, Phase, Trace};
@@ -31,10 +31,12 @@ use crate::hooks::{ChainError, HookCall, HookPoint, Operation, Phase, Trace};
 /// The intrinsic tool that delegates work to a sub-task.
 pub(crate) const SPAWN_SUBTASK: &str = "spawn_subtask";
 
-/// The tools one turn offers.
+/// The tools one turn offers: intrinsic ones, and the registry's declared
+/// tools the turn's sender may use.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Toolbox {
     intrinsic: Vec<Intrinsic>,
+    declared: Vec<ToolSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,20 +55,34 @@ pub(crate) enum Called {
 }
 
 impl Toolbox {
-    /// A conversation's tools: both intrinsic tools.
-    pub(crate) fn conversation() -> Self {
+    /// A conversation's tools: both intrinsic tools, and the declared tools
+    /// `role` may use.
+    pub(crate) fn conversation(registry: &CommandRegistry, role: Role) -> Self {
         Toolbox {
             intrinsic: vec![Intrinsic::SpawnSubtask, Intrinsic::AskParticipant],
+            declared: declared(registry, role),
         }
     }
 
-    /// A delegated task's tools: none of the intrinsic ones.
-    pub(crate) fn delegated() -> Self {
-        Toolbox::default()
+    /// A delegated task's tools: the declared ones, none of the intrinsic.
+    pub(crate) fn delegated(registry: &CommandRegistry, role: Role) -> Self {
+        Toolbox {
+            intrinsic: Vec::new(),
+            declared: declared(registry, role),
+        }
     }
 
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
-        self.intrinsic.iter().map(|tool| tool.spec()).collect()
+        self.intrinsic
+            .iter()
+            .map(|tool| tool.spec())
+            .chain(self.declared.iter().cloned())
+            .collect()
+    }
+
+    /// Whether the model was offered `name` in this turn.
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        self.intrinsic(name).is_some() || self.declared.iter().any(|spec| spec.name == name)
     }
 
     fn intrinsic(&self, name: &str) -> Option<Intrinsic> {
@@ -134,6 +150,11 @@ impl ToolRun<'_> {
                 is_error: true,
             })
         };
+        // Nothing runs for a tool the turn does not offer (unknown, or one
+        // the sender's role may not use), not even its hooks.
+        if !self.tools.offers(&call.name) {
+            return error(self.unknown(&call.name));
+        }
         let context = ToolContext {
             task: self.task.clone(),
             call,
@@ -184,15 +205,10 @@ impl ToolRun<'_> {
     /// The harness's own body for `call`.
     async fn body(&self, call: &ToolCall) -> Body {
         let Some(tool) = self.tools.intrinsic(&call.name) else {
-            let offered: Vec<String> = self.tools.specs().into_iter().map(|s| s.name).collect();
+            // A declared tool whose body (an `in` executor) set no result.
             return Body::Result(ToolResult::Error(format!(
-                "there is no tool named `{}`; the tools are: {}",
-                call.name,
-                if offered.is_empty() {
-                    "none".to_owned()
-                } else {
-                    offered.join(", ")
-                }
+                "the tool `{}` gave no result",
+                call.name
             )));
         };
         let field = match tool {
@@ -209,6 +225,17 @@ impl ToolRun<'_> {
             Intrinsic::AskParticipant => Body::Ask(text),
             Intrinsic::SpawnSubtask => Body::Result(self.spawn(text).await),
         }
+    }
+
+    /// What the model reads for a call to a tool it was not offered.
+    fn unknown(&self, name: &str) -> String {
+        let offered: Vec<String> = self.tools.specs().into_iter().map(|s| s.name).collect();
+        let offered = if offered.is_empty() {
+            "none".to_owned()
+        } else {
+            offered.join(", ")
+        };
+        format!("there is no tool named `{name}` here; the tools are: {offered}")
     }
 
     /// Delegate `goal` (after `subtask.spawned.pre`) and wait for the
@@ -246,6 +273,15 @@ impl ToolRun<'_> {
             )),
         }
     }
+}
+
+/// The registry's tools `role` may use, in name order.
+fn declared(registry: &CommandRegistry, role: Role) -> Vec<ToolSpec> {
+    registry
+        .tools()
+        .filter(|tool| tool.declaration.allows(role))
+        .map(|tool| tool.declaration.spec())
+        .collect()
 }
 
 enum Body {

@@ -8,6 +8,7 @@ use super::*;
 use crate::domain::{ChatMessage, ModelEvent, ModelRequest, StopReason, ToolCall, Usage};
 use crate::model::{Model, ModelStream};
 use crate::task::AgentSettings;
+use crate::tools::ToolDeclaration;
 
 /// The history's messages as `(role, stream kind or harness mark, text)`.
 fn shape(task: &Task) -> Vec<(String, String, String)> {
@@ -232,8 +233,14 @@ impl Model for AlwaysCalls {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
-    // A `tool.invoked.in` executor filtered to `noop` is its body.
+    // `noop` is declared, and a `tool.invoked.in` executor filtered to it
+    // is its body.
     let mut builder = CommandRegistry::builder();
+    let noop: ToolDeclaration = serde_json::from_value(json!({
+        "name": "noop", "description": "does nothing", "roles": ["reporter"],
+    }))
+    .expect("a declaration");
+    builder.declare_tool(noop, "native").expect("declared");
     builder
         .add_hook(HookEntry {
             name: "noop-body".into(),
@@ -286,6 +293,39 @@ async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
     assert_eq!(outputs, ["done", "done"]);
     // Usage adds up over the turn's requests.
     assert_eq!(task.metadata["usage"]["input_tokens"], 30);
+    assert!(last.tools.iter().any(|tool| tool.name == "noop"));
+    drop(requests);
+
+    // A turn started by someone the tool is not for is not offered it, and
+    // a call to it anyway runs nothing.
+    send(&service, "alice", grant(&task.id, "carol", "assignee"))
+        .await
+        .expect("granted");
+    let carols = send(&service, "carol", say(Some(&task.id), "go"))
+        .await
+        .expect("answered");
+    let requests = model.requests.lock().expect("not poisoned");
+    let last = requests.last().expect("a request");
+    assert!(
+        !last.tools.iter().any(|tool| tool.name == "noop"),
+        "{:?}",
+        last.tools
+    );
+    let refused = last
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            ChatMessage::Tool(output) => Some(output),
+            _ => None,
+        });
+    assert!(
+        refused.is_some_and(
+            |output| output.is_error && output.content.contains("no tool named `noop`")
+        ),
+        "{refused:?}"
+    );
+    assert_parked(&carols, "awaiting-next-message");
 }
 
 #[test]
