@@ -277,7 +277,7 @@ async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
         "{}",
         status_text(&task)
     );
-    let requests = model.requests.lock().expect("not poisoned");
+    let requests = model.requests.lock().expect("not poisoned").clone();
     // Two rounds ran their calls; the third answer's calls did not run.
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0].system.as_deref(), Some("Be brief."));
@@ -294,7 +294,6 @@ async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
     // Usage adds up over the turn's requests.
     assert_eq!(task.metadata["usage"]["input_tokens"], 30);
     assert!(last.tools.iter().any(|tool| tool.name == "noop"));
-    drop(requests);
 
     // A turn started by someone the tool is not for is not offered it, and
     // a call to it anyway runs nothing.
