@@ -85,6 +85,16 @@ pub struct HookCall<'a> {
     /// Where the chain records what each executor did, when the operation
     /// is part of a traced turn.
     pub trace: Option<&'a Trace>,
+    /// Where a long-running executor (a tool that delegates to another
+    /// agent, say) may report progress for the task's subscribers.
+    pub progress: Option<&'a dyn Progress>,
+}
+
+/// Progress an executor reports while it works, shown to the task's
+/// subscribers as `WORKING` status updates. Reporting never blocks: when
+/// the task is busy, progress may be dropped (the result never is).
+pub trait Progress: Send + Sync + fmt::Debug {
+    fn report(&self, text: String);
 }
 
 impl<'a> HookCall<'a> {
@@ -93,6 +103,7 @@ impl<'a> HookCall<'a> {
             point,
             task_id,
             trace: None,
+            progress: None,
         }
     }
 
@@ -100,6 +111,14 @@ impl<'a> HookCall<'a> {
     pub fn traced(self, trace: &'a Trace) -> Self {
         HookCall {
             trace: Some(trace),
+            ..self
+        }
+    }
+
+    /// The same call, with `progress` for executors to report to.
+    pub fn reporting(self, progress: &'a dyn Progress) -> Self {
+        HookCall {
+            progress: Some(progress),
             ..self
         }
     }

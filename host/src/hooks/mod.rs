@@ -18,6 +18,7 @@ pub use chain::{ChainError, DEFAULT_PRIORITY, HookChains, HookEntry};
 pub use context::HookContext;
 pub use executor::{
     Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, ExecutorKind, HookCall,
+    Progress,
 };
 pub use native::NativeExecutor;
 pub use point::{HookPoint, Operation, Phase, UnknownHookPoint};

@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 use super::completion::Verdict;
 use crate::commands::{CommandFailure, Outcome};
 use crate::domain::{SubtaskView, ToolCall, ToolOutput, Usage};
-use crate::hooks::TraceRecord;
+use crate::hooks::{Progress, TraceRecord};
 
 /// Steps buffered between the work and the actor. Progress and deltas come
 /// at most a few hundred a second, so this only absorbs bursts; a full
@@ -109,8 +109,16 @@ pub(crate) enum TurnEnd {
 }
 
 /// The work's side of the channel.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct Link(mpsc::Sender<Step>);
+
+/// Executors (a tool's body) report progress through the turn's link.
+impl Progress for Link {
+    fn report(&self, text: String) {
+        // Never blocks an executor: a full buffer drops this update.
+        let _ = self.0.try_send(Step::Progress(text));
+    }
+}
 
 impl Link {
     pub(crate) async fn progress(&self, text: String) {

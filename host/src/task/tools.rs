@@ -199,7 +199,9 @@ impl ToolRun<'_> {
     }
 
     fn hook_call(&self, point: HookPoint) -> HookCall<'_> {
-        HookCall::new(point, Some(&self.task.id)).traced(self.trace)
+        HookCall::new(point, Some(&self.task.id))
+            .traced(self.trace)
+            .reporting(self.link)
     }
 
     /// The harness's own body for `call`.
