@@ -18,8 +18,8 @@ pub use command::{
     Outcome, Reply,
 };
 pub use model::{
-    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
-    ToolSpec, Usage,
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, Reasoning, StopReason, ToolCall,
+    ToolOutput, ToolSpec, Usage,
 };
 pub use participant::{MAX_PARTICIPANT_ID_CHARS, Participant, Role, check_participant_id};
 pub use view::{SubtaskView, TaskView};

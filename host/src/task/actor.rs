@@ -391,6 +391,7 @@ impl TaskActor {
                         crate::a2a::types::Role::Agent => ChatMessage::Assistant {
                             content,
                             tool_calls: Vec::new(),
+                            reasoning: None,
                         },
                         _ => ChatMessage::User { content },
                     }

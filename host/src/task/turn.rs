@@ -117,7 +117,7 @@ async fn stream_reply(
                     asks_question: true,
                 });
             }
-            ModelEvent::Usage(_) => {}
+            ModelEvent::Usage(_) | ModelEvent::Reasoning(_) => {}
             ModelEvent::Stop(_) => {
                 return Ok(ModelReply {
                     text,
