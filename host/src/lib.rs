@@ -14,12 +14,14 @@
 //!   native) that run at them;
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
-//! - [`model`]: model providers, with a deterministic offline default;
+//! - [`model`]: model providers (OpenAI-compatible, Anthropic), with a
+//!   deterministic offline default;
 //! - [`store`]: where tasks are kept (an embedded SQLite event log, or memory);
 //! - [`push`]: push notifications: webhook configurations and their delivery;
 //! - [`outbound`]: the HTTP clients that call out (webhooks, remote
 //!   executors), over http or https;
 //! - [`config`]: the configuration file and its defaults;
+//! - [`secret`]: API keys, which never print;
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
 pub mod a2a;
@@ -32,6 +34,7 @@ pub mod outbound;
 pub mod plugins;
 pub mod push;
 pub mod scaffold;
+pub mod secret;
 pub mod server;
 pub mod store;
 pub mod task;

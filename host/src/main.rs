@@ -174,6 +174,8 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
+    // Nor one whose model key is missing from the environment.
+    let models = Models::build(&config.model_settings()?, config.models.default_name())?;
     let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
@@ -182,13 +184,13 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _watch = plugins.watch()?;
     let service = TaskService::with_durability(
         TaskSettings {
-            default_model: config.models.default.clone(),
-            selectable_models: config.models.selectable.clone(),
+            default_model: models.default_name().to_owned(),
+            selectable_models: models.names().map(str::to_owned).collect(),
             default_effort: config.default_effort.clone(),
             admins: config.admins.clone(),
         },
         plugins.registries,
-        Models::offline_named(&config.models.selectable, &config.models.default)?,
+        models,
         Durability::open(&config)?,
     );
     // Before serving: settle whatever the last stop interrupted.

@@ -53,13 +53,13 @@ impl Drop for Server {
     }
 }
 
-/// A configuration with an admin and a two-model allowlist.
+/// A configuration with an admin; the two embedded offline models are the
+/// allowlist.
 pub const DEFAULT_CONFIG: &str = r#"
 admins = ["root"]
 
 [models]
 default = "offline-echo"
-selectable = ["offline-echo", "offline-large"]
 "#;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
