@@ -10,6 +10,7 @@ mod support;
 mod cli;
 mod durability;
 mod plugin_host;
+mod providers;
 mod remote_executors;
 mod scaffold;
 mod server;

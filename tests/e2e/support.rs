@@ -170,11 +170,22 @@ pub struct Spawned {
 /// config's folder, which the test owns and removes: a server the test
 /// SIGKILLs leaves nothing behind in the machine's temp dir.
 pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
+    spawn_server_with_env(config, plugins, rust_log, &[])
+}
+
+/// [`spawn_server`] with `env` set in the server's environment (API keys).
+pub fn spawn_server_with_env(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    env: &[(&str, &str)],
+) -> Spawned {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
+        .envs(env.iter().copied())
         .arg("serve")
         .arg("--config")
         .arg(config)
