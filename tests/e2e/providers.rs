@@ -46,11 +46,30 @@ struct Harness {
 
 impl Harness {
     fn start(config: &str) -> Harness {
+        Self::start_with_spy(config, None)
+    }
+
+    /// With `spy`, a plugin whose remote `llm.invoked.pre` executor is that
+    /// fake: it sees every context the model hooks see.
+    fn start_with_spy(config: &str, spy: Option<&FakeProvider>) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("tiny-harness.toml");
         std::fs::write(&path, config).expect("write the configuration");
         let plugins = dir.path().join("plugins");
         std::fs::create_dir_all(&plugins).expect("mkdir");
+        if let Some(spy) = spy {
+            let plugin = plugins.join("spy");
+            std::fs::create_dir_all(&plugin).expect("mkdir");
+            std::fs::write(
+                plugin.join("plugin.json"),
+                r#"{"name": "spy", "version": "1.0.0"}"#,
+            )
+            .expect("write");
+            let hooks = json!({"hooks": [
+                {"name": "spy", "point": "llm.invoked.pre", "url": format!("{}/rpc", spy.url())},
+            ]});
+            std::fs::write(plugin.join("hooks.json"), hooks.to_string()).expect("write");
+        }
         // Debug logs, so a key printed anywhere would show.
         let spawned = spawn_server_with_env(
             &path,
@@ -126,7 +145,15 @@ fn id_of(task: &Value) -> String {
 async fn model_switches_between_an_openai_and_an_anthropic_provider_between_turns() {
     let openai = FakeProvider::start(echoing("OpenAI", false)).await;
     let anthropic = FakeProvider::start(echoing("Anthropic", true)).await;
-    let harness = Harness::start(&config(&openai, &anthropic));
+    // A hook executor that lets everything pass and remembers the contexts.
+    let spy = FakeProvider::start(|request| {
+        Reply::json(
+            200,
+            &json!({"jsonrpc": "2.0", "id": request.body["id"], "result": {"decision": "pass"}}),
+        )
+    })
+    .await;
+    let harness = Harness::start_with_spy(&config(&openai, &anthropic), Some(&spy));
     let alice = harness.client("alice");
 
     let first = alice.say(None, "hello there").await;
@@ -168,8 +195,37 @@ async fn model_switches_between_an_openai_and_an_anthropic_provider_between_turn
     assert!(messages.contains("hello there"), "{messages}");
     assert!(messages.contains("OpenAI heard: hello there"), "{messages}");
 
+    // Nowhere a participant or a plugin can look shows a key.
+    let status = alice.say(Some(&id), "/status").await;
+    assert!(status_text(&status).contains("claude"), "{status}");
     let task = alice.get_task(&id).await;
-    assert_no_key("the task", &task.to_string());
+    assert_no_key("the task (with /status)", &task.to_string());
+    let card = alice
+        .http
+        .get(format!(
+            "{}/.well-known/agent-card.json",
+            harness.spawned.base
+        ))
+        .send()
+        .await
+        .expect("the card")
+        .text()
+        .await
+        .expect("its body");
+    assert!(card.contains("\"name\""), "{card}");
+    assert_no_key("the agent card", &card);
+    let contexts = spy.requests();
+    assert!(
+        contexts
+            .iter()
+            .filter(|hook| hook.body["method"] == "llm.invoked.pre")
+            .count()
+            >= 2,
+        "{contexts:?}"
+    );
+    for context in &contexts {
+        assert_no_key("a hook context", &context.body.to_string());
+    }
     assert_no_key("the server's log", &harness.log());
 }
 

@@ -21,6 +21,13 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::RetryPolicy;
+use super::settings::{
+    AnthropicSettings, HttpSettings, MaxTokensField, ModelSettings, OpenAiSettings, PerEffort,
+    ProviderSettings,
+};
+use crate::secret::Secret;
+
 /// How long [`FakeProvider`]'s waits wait before failing the test.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
@@ -86,6 +93,17 @@ pub enum Piece {
     /// Fail the body here: the connection is broken off (bytes sent just
     /// before may not reach the client).
     Break,
+    /// An OpenAI text delta `t<µs> `, the microseconds since the fake
+    /// started when it was sent ([`sent_at`] reads it back): for measuring
+    /// the delay from a provider's token to whoever receives it.
+    StampedOpenAiToken,
+}
+
+/// When a [`Piece::StampedOpenAiToken`] was sent, after the fake's
+/// [`FakeProvider::epoch`], read from the text it carried (other text: `None`).
+pub fn sent_at(token: &str) -> Option<Duration> {
+    let micros = token.trim().strip_prefix('t')?.parse().ok()?;
+    Some(Duration::from_micros(micros))
 }
 
 /// What the fake answers one request with.
@@ -142,6 +160,8 @@ struct Shared {
     dropped: Mutex<usize>,
     /// Bumped on every request and every dropped answer.
     changed: watch::Sender<u64>,
+    /// When the fake started: what stamped tokens count from.
+    epoch: Instant,
 }
 
 impl Shared {
@@ -168,6 +188,7 @@ impl FakeProvider {
             responder: Arc::new(responder),
             dropped: Mutex::new(0),
             changed,
+            epoch: Instant::now(),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -177,6 +198,11 @@ impl FakeProvider {
         let router = axum::Router::new().fallback(move |request: Request| {
             let state = Arc::clone(&state);
             async move { answer(state, request).await }
+        });
+        // Without TCP_NODELAY, small writes wait on the client's delayed
+        // ACK (tens of milliseconds), which no real provider's answer does.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
         });
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
@@ -203,6 +229,51 @@ impl FakeProvider {
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// When the fake started; [`sent_at`] durations are after it.
+    pub fn epoch(&self) -> Instant {
+        self.shared.epoch
+    }
+
+    /// Settings for a model `name` served by this fake over OpenAI's
+    /// protocol (key `fake-key`, no retries): for building
+    /// [`Models`](super::Models) in tests and benchmarks.
+    pub fn openai_model(&self, name: &str) -> ModelSettings {
+        ModelSettings {
+            name: name.to_owned(),
+            provider: ProviderSettings::OpenAi(OpenAiSettings {
+                base_url: self.base_url("/v1"),
+                model: format!("{name}-fake"),
+                api_key: Some(Secret::new("fake-key")),
+                reasoning_effort: PerEffort::default(),
+                max_tokens_field: MaxTokensField::default(),
+                http: no_retries(),
+            }),
+            context_window: 128_000,
+            max_output_tokens: None,
+        }
+    }
+
+    /// Settings for a model `name` served by this fake over Anthropic's
+    /// protocol.
+    pub fn anthropic_model(&self, name: &str) -> ModelSettings {
+        ModelSettings {
+            name: name.to_owned(),
+            provider: ProviderSettings::Anthropic(AnthropicSettings {
+                base_url: self.base_url(""),
+                model: format!("{name}-fake"),
+                api_key: Secret::new("fake-key"),
+                thinking_budget: PerEffort::default(),
+                http: no_retries(),
+            }),
+            context_window: 200_000,
+            max_output_tokens: Some(4096),
+        }
+    }
+
+    fn base_url(&self, path: &str) -> reqwest::Url {
+        reqwest::Url::parse(&format!("{}{path}", self.url())).expect("a loopback URL")
     }
 
     /// Answer the next requests with `replies`, in order, before the
@@ -257,6 +328,16 @@ impl FakeProvider {
 impl Drop for FakeProvider {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+fn no_retries() -> HttpSettings {
+    HttpSettings {
+        retry: RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        },
+        ..HttpSettings::default()
     }
 }
 
@@ -358,6 +439,14 @@ fn body_stream(
                         sending.finished();
                         let error = std::io::Error::other("the fake breaks the connection");
                         return Some((Err(error), (VecDeque::new(), sending)));
+                    }
+                    Some(Piece::StampedOpenAiToken) => {
+                        pieces.pop_front();
+                        let micros = sending.shared.epoch.elapsed().as_micros();
+                        let chunk = json!({"choices": [{"index": 0,
+                            "delta": {"content": format!("t{micros} ")}, "finish_reason": null}]});
+                        let bytes = Bytes::from(format!("data: {chunk}\n\n"));
+                        return Some((Ok(bytes), (pieces, sending)));
                     }
                     Some(Piece::Hold) => {
                         tokio::time::sleep(HOLD_INTERVAL).await;
@@ -548,6 +637,29 @@ impl Answer {
 
     pub fn openai(&self) -> Reply {
         Reply::sse(self.openai_events())
+    }
+
+    /// An OpenAI answer of `count` stamped tokens ([`sent_at`]), `interval`
+    /// apart (zero: at once), then the finish, usage and `[DONE]`.
+    pub fn openai_stamped(count: usize, interval: Duration) -> Reply {
+        let mut body = Vec::with_capacity(count * 2 + 3);
+        for index in 0..count {
+            if index > 0 && !interval.is_zero() {
+                body.push(Piece::Pause(interval));
+            }
+            body.push(Piece::StampedOpenAiToken);
+        }
+        let tail = Answer::tokens(count).openai_events();
+        // The finish, the usage and [DONE]: the last three.
+        body.extend(
+            tail[tail.len() - 3..]
+                .iter()
+                .map(|event| Piece::Bytes(Bytes::from(event.clone()))),
+        );
+        Reply {
+            body,
+            ..Reply::sse([])
+        }
     }
 
     pub fn anthropic(&self) -> Reply {

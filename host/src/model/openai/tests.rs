@@ -432,3 +432,30 @@ async fn nothing_is_sent_until_the_stream_is_polled() {
     assert_eq!(text(&events), "ok");
     assert_eq!(fake.requests().len(), 1);
 }
+
+/// The benchmarks' answer: tokens that say when the fake sent them.
+#[tokio::test]
+async fn stamped_tokens_say_when_they_were_sent() {
+    let fake = FakeProvider::start(|_| Answer::openai_stamped(5, Duration::from_millis(2))).await;
+    let (model, _) = model(&fake, 1);
+    let started = fake.epoch().elapsed();
+    let (events, error) = drain(model.stream(ask("hi", Effort::Medium))).await;
+    assert_eq!(error, None);
+    let sent: Vec<Duration> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::TextDelta(text) => crate::model::fake::sent_at(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 5, "{events:?}");
+    assert!(sent[0] >= started, "{sent:?}");
+    // In order, at least the interval apart, and none in the future.
+    assert!(
+        sent.windows(2)
+            .all(|pair| pair[1] >= pair[0] + Duration::from_millis(2)),
+        "{sent:?}"
+    );
+    assert!(sent[4] <= fake.epoch().elapsed());
+    assert_eq!(events.last(), Some(&ModelEvent::Stop(StopReason::EndTurn)));
+}
