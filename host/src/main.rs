@@ -16,7 +16,7 @@ use tiny_harness::plugins::{
     register_plugins_command,
 };
 use tiny_harness::server::{self, ServerSettings};
-use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
+use tiny_harness::task::{Participant, Role, TaskService, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -176,6 +176,9 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     config.check_exposure()?;
     // Nor one whose model key is missing from the environment.
     let models = Models::build(&config.model_settings()?, config.models.default_name())?;
+    // Next the store, whose lock keeps a second server off a database in use before it
+    // touches it (or compiles a single plugin).
+    let durability = config.durability()?;
     let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
@@ -183,15 +186,10 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _runtime = tokio.enter();
     let _watch = plugins.watch()?;
     let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: models.default_name().to_owned(),
-            selectable_models: models.names().map(str::to_owned).collect(),
-            default_effort: config.default_effort.clone(),
-            admins: config.admins.clone(),
-        },
+        config.task_settings(),
         plugins.registries,
         models,
-        Durability::open(&config)?,
+        durability,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;
@@ -272,26 +270,18 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
     let settings = ServerSettings::new(config, bound);
-    let header_read_timeout = settings.header_read_timeout;
+    let limits = settings.connection_limits;
     let app = server::app(service, settings);
-    match acceptor {
-        Some(acceptor) => {
-            // The end-to-end tests read this line to find the port.
-            eprintln!("listening on https://{bound}");
-            let listener = server::tls::TlsListener::new(listener, acceptor)?;
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
-        None => {
-            if !bound.ip().to_canonical().is_loopback() {
-                tracing::warn!(
-                    "serving plain http beyond loopback: bearer tokens cross the network in clear \
-                     text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
-                );
-            }
-            eprintln!("listening on http://{bound}");
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    if acceptor.is_none() && !bound.ip().to_canonical().is_loopback() {
+        tracing::warn!(
+            "serving plain http beyond loopback: bearer tokens cross the network in clear \
+             text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
+        );
     }
+    // The end-to-end tests read this line to find the port.
+    eprintln!("listening on {scheme}://{bound}");
+    server::serve(listener, acceptor, app, limits, shutdown_signal()).await?;
     Ok(())
 }
 

@@ -7,10 +7,12 @@
 
 mod support;
 
+mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
 mod providers;
 mod remote_executors;
 mod scaffold;
+mod security;
 mod server;

@@ -390,7 +390,7 @@ async fn bad_entries_are_skipped_and_the_rest_of_the_plugin_loads() {
     assert!(reason_of("hook `b`").contains("does not exist"));
     assert!(reason_of("hook `c`").contains("no plugin declares"));
     assert!(reason_of("hook `d`").contains("must be http or https"));
-    assert!(reason_of("hook `e`").contains("not command.invoked"));
+    assert!(reason_of("hook `e`").contains("neither command.invoked nor tool.invoked"));
     assert!(reason_of("command /fine").contains("not registered"));
     // The good plugin next to them is untouched.
     assert_eq!(
@@ -468,6 +468,7 @@ async fn code_registers_commands_and_native_executors() {
             command: None,
             priority: 50,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(|_, context| {
                 Ok(if context["command"]["name"] == "model" {
                     Decision::Abort(Abort {
@@ -836,6 +837,7 @@ async fn an_executor_cannot_spoof_its_way_into_another_tasks_instance() {
             command: None,
             priority: 1,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(|_, context| {
                 let mut spoofed = context.clone();
                 spoofed["task"]["id"] = json!("victim");

@@ -88,6 +88,7 @@ impl Harness {
             http: crate::support::http(),
             base: self.spawned.base.clone(),
             participant: participant.to_owned(),
+            token: None,
         }
     }
 

@@ -19,6 +19,7 @@ pub(crate) fn offline_service(store: Arc<dyn TaskStore>, idle_timeout: Duration)
             selectable_models: vec!["offline-echo".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            ..TaskSettings::default()
         },
         Registries::new(CommandRegistry::default()),
         Models::offline(),

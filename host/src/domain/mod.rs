@@ -9,6 +9,7 @@
 //! (a Wasm component or a remote endpoint).
 
 mod command;
+mod contexts;
 mod model;
 mod participant;
 mod view;
@@ -16,6 +17,11 @@ mod view;
 pub use command::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,
+};
+pub use contexts::{
+    CompletionContext, CompletionDecision, LlmContext, ModelResponse, RequestContext,
+    StateChangedContext, SubtaskSpawnedContext, TaskCreatedContext, TaskRef, ToolContext,
+    ToolResult,
 };
 pub use model::{
     ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, Reasoning, StopReason, ToolCall,

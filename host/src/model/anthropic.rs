@@ -31,6 +31,7 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
+use super::history::answered;
 use super::http::{
     Decode, Endpoint, Fault, Kind, ProviderError, Wire, arguments_of, streamed_error,
 };
@@ -112,7 +113,10 @@ impl AnthropicModel {
         if let Some(system) = request.system.as_deref().filter(|text| !text.is_empty()) {
             body.insert("system".into(), json!(system));
         }
-        body.insert("messages".into(), Value::Array(messages(&request.messages)));
+        body.insert(
+            "messages".into(),
+            Value::Array(messages(&answered(&request.messages))),
+        );
         if !request.tools.is_empty() {
             let tools = request
                 .tools

@@ -21,6 +21,7 @@
 
 mod anthropic;
 pub mod fake;
+mod history;
 mod http;
 mod offline;
 mod openai;

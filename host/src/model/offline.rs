@@ -4,15 +4,16 @@
 //! It answers the last message of the conversation. After a tool result (the
 //! last message is a tool's output) it reports what the tools of that round
 //! answered: `Tool <name> answered: <content>` per tool. After a
-//! participant's message it checks these rules in order:
+//! participant's message (or a participant's answer to its question) it
+//! checks these rules in order:
 //!
-//! 1. `work for N seconds` (any case, N from 0 to 60): emits a progress event
+//! 1. `use tool <name> with <json>` lines (the JSON an object; several such
+//!    lines make parallel calls): calls each tool `<name>` with those
+//!    arguments, when it is offered. This is how the whole agent loop, tool
+//!    rounds included, runs on a fresh machine.
+//! 2. `work for N seconds` (any case, N from 0 to 60): emits a progress event
 //!    every 100 ms for N seconds (`Working: 1.3 of 2 seconds`), then replies
 //!    `Worked for N seconds.`
-//! 2. `use tool <name> with <json>` (the JSON an object; several such
-//!    phrases, one per line, make parallel calls): calls the tool `<name>`
-//!    with those arguments, when it is offered. This is how the whole agent
-//!    loop, tool rounds included, runs on a fresh machine.
 //! 3. text containing `ask me` (any case): asks the participants `What
 //!    should I do next?` through the `ask_participant` tool when it is
 //!    offered (else as a plain reply).
@@ -68,42 +69,40 @@ impl Model for OfflineModel {
         let footer = format!("(model {}, effort {})", request.model, request.effort);
         let reply = |answer: String| Answer::Text(format!("{answer}\n{footer}"));
         let offered = |name: &str| request.tools.iter().any(|tool| tool.name == name);
-        let answer = match request.messages.last() {
-            Some(ChatMessage::Tool(_)) => reply(tool_report(&request.messages)),
-            Some(ChatMessage::User { content }) => {
-                let text = content.trim();
-                match Behaviour::of(text) {
-                    Behaviour::Work { seconds } => {
-                        return work(
-                            seconds,
-                            reply(format!("Worked for {seconds} seconds.")),
-                            usage,
-                        );
-                    }
-                    Behaviour::UseTools(calls) => {
-                        match calls.iter().find(|call| !offered(&call.name)) {
-                            Some(call) => reply(format!(
-                                "There is no tool `{}` here. Tools: {}.",
-                                call.name,
-                                tool_names(&request)
-                            )),
-                            None => Answer::Calls(calls),
-                        }
-                    }
-                    Behaviour::AskMe if offered(ASK_TOOL) => Answer::Calls(vec![ToolCall {
-                        id: "offline-ask-1".into(),
-                        name: ASK_TOOL.into(),
-                        arguments: json!({ "question": "What should I do next?" }),
-                    }]),
-                    Behaviour::AskMe => reply("What should I do next?".into()),
-                    Behaviour::Question => {
-                        reply(format!("You asked: {text}\nMy answer: {}", answer_to(text)))
-                    }
-                    Behaviour::Echo if text.is_empty() => reply("You sent no text.".into()),
-                    Behaviour::Echo => reply(format!("You said: {text}")),
-                }
+        let text = match request.messages.last() {
+            // An answer to its question is a participant's message like any.
+            Some(ChatMessage::Tool(output)) if output.name == ASK_TOOL => output.content.trim(),
+            Some(ChatMessage::Tool(_)) => {
+                let answer = reply(tool_report(&request.messages));
+                return Box::pin(tokio_stream::iter(answer.events(usage)));
             }
-            _ => reply("You sent no text.".into()),
+            Some(ChatMessage::User { content }) => content.trim(),
+            _ => "",
+        };
+        let answer = match Behaviour::of(text) {
+            Behaviour::Work { seconds } => {
+                let answer = reply(format!("Worked for {seconds} seconds."));
+                return work(seconds, answer, usage);
+            }
+            Behaviour::UseTools(calls) => match calls.iter().find(|call| !offered(&call.name)) {
+                Some(call) => reply(format!(
+                    "There is no tool `{}` here. Tools: {}.",
+                    call.name,
+                    tool_names(&request)
+                )),
+                None => Answer::Calls(calls),
+            },
+            Behaviour::AskMe if offered(ASK_TOOL) => Answer::Calls(vec![ToolCall {
+                id: "offline-ask-1".into(),
+                name: ASK_TOOL.into(),
+                arguments: json!({ "question": "What should I do next?" }),
+            }]),
+            Behaviour::AskMe => reply("What should I do next?".into()),
+            Behaviour::Question => {
+                reply(format!("You asked: {text}\nMy answer: {}", answer_to(text)))
+            }
+            Behaviour::Echo if text.is_empty() => reply("You sent no text.".into()),
+            Behaviour::Echo => reply(format!("You said: {text}")),
         };
         Box::pin(tokio_stream::iter(answer.events(usage)))
     }
@@ -209,10 +208,10 @@ enum Behaviour {
 impl Behaviour {
     fn of(text: &str) -> Self {
         let lower = text.to_lowercase();
-        if let Some(seconds) = work_seconds(&lower) {
-            Behaviour::Work { seconds }
-        } else if let Some(calls) = tool_calls(text) {
+        if let Some(calls) = tool_calls(text) {
             Behaviour::UseTools(calls)
+        } else if let Some(seconds) = work_seconds(&lower) {
+            Behaviour::Work { seconds }
         } else if lower.contains("ask me") {
             Behaviour::AskMe
         } else if text.trim_end().ends_with('?') {

@@ -24,6 +24,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
+use super::history::answered;
 use super::http::{
     Decode, Endpoint, Fault, Kind, ProviderError, Wire, arguments_of, streamed_error,
 };
@@ -97,7 +98,7 @@ impl OpenAiModel {
         if let Some(system) = request.system.as_deref().filter(|text| !text.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(message));
+        messages.extend(answered(&request.messages).iter().map(message));
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("messages".into(), Value::Array(messages));

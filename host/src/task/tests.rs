@@ -24,7 +24,9 @@ use crate::hooks::{
 use crate::model::Models;
 use crate::plugins::PluginLoader;
 use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
+use crate::task::state::message_text;
 
+mod agent;
 mod durable;
 
 // --- Fixtures --------------------------------------------------------------------------------
@@ -53,6 +55,7 @@ fn settings() -> TaskSettings {
         selectable_models: vec!["offline-echo".into(), "fast-1".into()],
         default_effort: "medium".into(),
         admins: vec!["root".into()],
+        ..TaskSettings::default()
     }
 }
 
@@ -101,6 +104,7 @@ fn with_hook(
             command: None,
             priority,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(move |_, context: &Value| {
                 Ok(handler(context))
             })),
@@ -862,7 +866,7 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
         panic!("the first item is the task: {events:#?}");
     };
     assert_eq!(first.status.state, TaskState::Working);
-    let progress: Vec<String> = events
+    let progress: Vec<String> = stored(&events)
         .iter()
         .filter_map(|event| match event {
             StreamResponse::StatusUpdate(update) if update.status.state == TaskState::Working => {
@@ -880,6 +884,19 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
     let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
         panic!("ends with a status update");
     };
+    // The reply streamed as it was written, and the parked status holds it
+    // whole.
+    let final_text = last
+        .status
+        .message
+        .as_ref()
+        .map(message_text)
+        .unwrap_or_default();
+    assert!(
+        final_text.starts_with("Worked for 1 seconds."),
+        "{final_text}"
+    );
+    assert_eq!(deltas(&events), final_text);
     assert_eq!(last.status.state, TaskState::InputRequired);
     assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
     assert_eq!(
@@ -909,6 +926,7 @@ async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends() {
         .expect("sent");
     let (first, second) = (collect(first).await, collect(second).await);
     assert_eq!(first, second);
+    let first = stored(&first);
     assert!(
         matches!(&first[0], StreamResponse::Task(t) if t.status.state == TaskState::InputRequired)
     );
@@ -923,6 +941,31 @@ async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends() {
         1 + 1 + 10 + 1,
         "task, working, progress, parked"
     );
+}
+
+/// The events of `stream` without the live-only text deltas.
+fn stored(events: &[StreamResponse]) -> Vec<StreamResponse> {
+    events
+        .iter()
+        .filter(|event| delta_text(event).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The text the live-only deltas of `events` add up to.
+fn deltas(events: &[StreamResponse]) -> String {
+    events.iter().filter_map(delta_text).collect()
+}
+
+fn delta_text(event: &StreamResponse) -> Option<String> {
+    match event {
+        StreamResponse::StatusUpdate(update)
+            if update.metadata.get("stream").and_then(Value::as_str) == Some("text-delta") =>
+        {
+            update.status.message.as_ref().map(message_text)
+        }
+        _ => None,
+    }
 }
 
 // --- Reading ---------------------------------------------------------------------------------
@@ -1198,6 +1241,7 @@ async fn notification_hooks_hear_of_creation_and_state_changes() {
                 command: None,
                 priority: 100,
                 kind: ExecutorKind::Native,
+                source: "native".into(),
                 executor: Arc::new(NativeExecutor::new(move |point, context: &Value| {
                     let change = match (context.get("from"), context.get("to")) {
                         (Some(from), Some(to)) => format!(" {from}->{to}"),

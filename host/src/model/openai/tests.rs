@@ -459,3 +459,34 @@ async fn stamped_tokens_say_when_they_were_sent() {
     assert!(sent[4] <= fake.epoch().elapsed());
     assert_eq!(events.last(), Some(&ModelEvent::Stop(StopReason::EndTurn)));
 }
+
+/// A call a restart cut off before its result: OpenAI refuses a request
+/// where it stays unanswered, so it goes with an error result.
+#[tokio::test]
+async fn an_unanswered_call_goes_with_an_error_result() {
+    let fake = FakeProvider::start(|_| Answer::text(["ok"]).openai()).await;
+    let (model, _) = model(&fake, 1);
+    let mut request = tool_round(Effort::Medium);
+    request.messages.truncate(3);
+    request
+        .messages
+        .push(crate::model::testing::user("still there?"));
+    let (_, error) = drain(model.stream(request)).await;
+    assert_eq!(error, None);
+    let messages = &fake.requests()[0].body["messages"];
+    let roles: Vec<&str> = messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|message| message["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    assert_eq!(messages[4]["tool_call_id"], "call_2");
+    assert_eq!(
+        messages[4]["content"],
+        format!("Error: {}", crate::model::history::NO_RESULT)
+    );
+}
