@@ -490,3 +490,23 @@ async fn an_unanswered_call_goes_with_an_error_result() {
         format!("Error: {}", crate::model::history::NO_RESULT)
     );
 }
+
+/// A redirect would carry the key to wherever it points: not followed.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let elsewhere = FakeProvider::start(|_| Answer::text(["stolen"]).openai()).await;
+    let target = format!("{}/v1/chat/completions", elsewhere.url());
+    let fake = FakeProvider::start(move |_| Reply {
+        status: 307,
+        headers: vec![("location".into(), target.clone())],
+        body: Vec::new(),
+    })
+    .await;
+    let (model, _) = model(&fake, 3);
+    let (_, error) = drain(model.stream(ask("hi", Effort::Medium))).await;
+    let error = error.expect("an error");
+    assert!(matches!(error, ModelError::Protocol { .. }), "{error:?}");
+    assert!(error.to_string().contains("HTTP 307"), "{error}");
+    assert_eq!(fake.requests().len(), 1);
+    assert!(elsewhere.requests().is_empty(), "the key went elsewhere");
+}
