@@ -17,8 +17,8 @@
 //! admins = ["root"]                # admins on every task; needs [auth] tokens (default none)
 //!
 //! [models]
-//! default = "offline-echo"         # must be one of `selectable`
-//! selectable = ["offline-echo", "offline-large"]
+//! default = "offline-echo"         # a [models.<name>] table, or an embedded offline model
+//! # [models.<name>] tables configure providers: see `config::models`
 //!
 //! [auth]
 //! tokens = { "s3cret-token" = "alice", "r00t-token" = "root" }  # bearer token -> participant id
@@ -102,6 +102,8 @@
 //! | `limits.max_open_subtasks` | 32 | sub-tasks open at once in one task | none starts |
 //! | `agent.max_tool_rounds` | 8 | tool rounds in one turn (at most 64) | the turn stops with a message |
 
+mod models;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -110,7 +112,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use models::{MAX_MODEL_NAME_CHARS, ModelConfig, ModelsConfig, ProviderKind};
+
 use crate::domain::check_participant_id;
+use crate::model::settings::ModelSettings;
 use crate::outbound::ExtraRoots;
 use crate::push::PushSettings;
 use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
@@ -147,7 +152,7 @@ pub struct Config {
     /// `$XDG_CACHE_HOME/tiny-harness/components` (or `~/.cache/...`); none when neither
     /// variable is set.
     pub cache_dir: Option<PathBuf>,
-    /// The model allowlist and the default model.
+    /// The models by name (the `/model` allowlist) and the default model.
     pub models: ModelsConfig,
     /// The effort a new conversation starts on: `low`, `medium` (default) or `high`.
     pub default_effort: String,
@@ -274,17 +279,6 @@ pub struct PushConfig {
     pub max_configs_per_task: u32,
     /// Configurations one participant owns, over all tasks. Default 100.
     pub max_configs_per_participant: u32,
-}
-
-/// `[models]`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ModelsConfig {
-    /// The model a new conversation starts on. Default `offline-echo`.
-    pub default: String,
-    /// The models `/model` may switch to; must include `default`. Default
-    /// `["offline-echo", "offline-large"]`.
-    pub selectable: Vec<String>,
 }
 
 /// `[auth]`.
@@ -483,15 +477,6 @@ impl Default for PushConfig {
             timeout_secs: defaults.timeout.as_secs(),
             max_configs_per_task: defaults.max_configs_per_task,
             max_configs_per_participant: defaults.max_configs_per_participant,
-        }
-    }
-}
-
-impl Default for ModelsConfig {
-    fn default() -> Self {
-        ModelsConfig {
-            default: "offline-echo".to_owned(),
-            selectable: vec!["offline-echo".to_owned(), "offline-large".to_owned()],
         }
     }
 }
@@ -706,8 +691,8 @@ impl Config {
     pub fn task_settings(&self) -> TaskSettings {
         let limits = &self.limits;
         TaskSettings {
-            default_model: self.models.default.clone(),
-            selectable_models: self.models.selectable.clone(),
+            default_model: self.models.default_name().to_owned(),
+            selectable_models: self.models.names(),
             default_effort: self.default_effort.clone(),
             admins: self.admins.clone(),
             default_lifecycle: self.default_lifecycle,
@@ -735,6 +720,13 @@ impl Config {
             max_configs_per_task: self.push.max_configs_per_task,
             max_configs_per_participant: self.push.max_configs_per_participant,
         }
+    }
+
+    /// Every configured model's settings, API keys read from the
+    /// environment: fails naming a variable that is not set.
+    pub fn model_settings(&self) -> Result<Vec<ModelSettings>, ConfigError> {
+        self.models
+            .settings(&self.extra_roots, |name| std::env::var(name).ok())
     }
 
     /// Read `[tls] extra_ca_files`, relative to the configuration file's
@@ -778,31 +770,6 @@ impl TlsConfig {
     /// Whether the server speaks https.
     pub fn serves_https(&self) -> bool {
         self.cert_file.is_some() && self.key_file.is_some()
-    }
-}
-
-impl ModelsConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        if self.selectable.is_empty() {
-            return Err(invalid("models.selectable", "list at least one model"));
-        }
-        if let Some(index) = self.selectable.iter().position(|m| m.trim().is_empty()) {
-            return Err(invalid(
-                &format!("models.selectable[{index}]"),
-                "a model name cannot be empty",
-            ));
-        }
-        if !self.selectable.contains(&self.default) {
-            return Err(invalid(
-                "models.default",
-                format!(
-                    "`{}` is not in models.selectable ({}); add it there or pick one of them",
-                    self.default,
-                    self.selectable.join(", ")
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -1023,7 +990,8 @@ mod tests {
         let config = Config::from_toml("").expect("valid");
         assert_eq!(config, Config::default());
         assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(config.models.default, "offline-echo");
+        assert_eq!(config.models.default_name(), "offline-echo");
+        assert_eq!(config.models.names(), ["offline-echo", "offline-large"]);
         assert_eq!(config.limits.max_body_bytes, 1_048_576);
         assert_eq!(config.rate_limit.per_participant_burst, 20);
         assert_eq!(config.default_effort, "medium");
@@ -1068,7 +1036,6 @@ mod tests {
             admins = ["root"]
             [models]
             default = "offline-large"
-            selectable = ["offline-echo", "offline-large"]
             [auth]
             tokens = { "tok-1" = "alice", "tok-2" = "bob" }
             [limits]
@@ -1106,9 +1073,8 @@ mod tests {
             ("listen = 8080", "listen"),
             (
                 "[models]\ndefault = \"gpt\"",
-                "`models.default`: `gpt` is not in models.selectable",
+                "`models.default`: `gpt` is not a configured model (offline-echo, offline-large)",
             ),
-            ("[models]\nselectable = []", "`models.selectable`"),
             (
                 "default_effort = \"max\"",
                 "`default_effort`: `max` is not an effort",

@@ -14,7 +14,8 @@
 //!   native) that run at them;
 //! - [`plugins`]: the plugins directory, its manifests, and the sandboxed
 //!   Wasm runtime that runs components;
-//! - [`model`]: model providers, with a deterministic offline default;
+//! - [`model`]: model providers (OpenAI-compatible, Anthropic), with a
+//!   deterministic offline default;
 //! - [`store`]: where tasks are kept (an embedded SQLite event log, or memory);
 //! - [`push`]: push notifications: webhook configurations and their delivery;
 //! - [`outbound`]: the HTTP clients that call out (webhooks, remote
@@ -22,6 +23,7 @@
 //! - [`config`]: the configuration file and its defaults;
 //! - [`tools`]: declarations of the tools the model may call beside its
 //!   intrinsic ones (from plugins, MCP servers, A2A delegates);
+//! - [`secret`]: API keys, which never print;
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
 pub mod a2a;
@@ -34,6 +36,7 @@ pub mod outbound;
 pub mod plugins;
 pub mod push;
 pub mod scaffold;
+pub mod secret;
 pub mod server;
 pub mod store;
 pub mod task;

@@ -174,6 +174,8 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
+    // Nor one whose model key is missing from the environment.
+    let models = Models::build(&config.model_settings()?, config.models.default_name())?;
     // Next the store, whose lock keeps a second server off a database in use before it
     // touches it (or compiles a single plugin).
     let durability = config.durability()?;
@@ -186,7 +188,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let service = TaskService::with_durability(
         config.task_settings(),
         plugins.registries,
-        Models::offline_named(&config.models.selectable, &config.models.default)?,
+        models,
         durability,
     );
     // Before serving: settle whatever the last stop interrupted.

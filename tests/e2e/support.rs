@@ -171,7 +171,17 @@ pub struct Spawned {
 /// config's folder, which the test owns and removes: a server the test
 /// SIGKILLs leaves nothing behind in the machine's temp dir.
 pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
-    match start_server(config, plugins, rust_log, None) {
+    spawn_server_with_env(config, plugins, rust_log, &[])
+}
+
+/// [`spawn_server`] with `env` set in the server's environment (API keys).
+pub fn spawn_server_with_env(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    env: &[(&str, &str)],
+) -> Spawned {
+    match start_server_with_env(config, plugins, rust_log, None, env) {
         Started::Serving(spawned) => spawned,
         Started::Exited { log, status } => {
             panic!("the server did not start ({status}); its log:\n{log}")
@@ -199,6 +209,17 @@ pub fn start_server(
     rust_log: &str,
     max_open_files: Option<u32>,
 ) -> Started {
+    start_server_with_env(config, plugins, rust_log, max_open_files, &[])
+}
+
+/// [`start_server`] with `env` set in the server's environment.
+pub fn start_server_with_env(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    max_open_files: Option<u32>,
+    env: &[(&str, &str)],
+) -> Started {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
@@ -217,6 +238,7 @@ pub fn start_server(
         None => Command::new(binary),
     };
     let mut child = command
+        .envs(env.iter().copied())
         .arg("serve")
         .arg("--config")
         .arg(config)

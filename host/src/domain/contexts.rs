@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::{ModelRequest, StopReason, ToolCall, Usage};
+use super::model::{ModelRequest, Reasoning, StopReason, ToolCall, Usage};
 use super::participant::Participant;
 use super::view::{SubtaskView, TaskView};
 
@@ -98,6 +98,10 @@ pub struct ModelResponse {
     #[serde(default)]
     pub usage: Option<Usage>,
     pub stop: StopReason,
+    /// What the provider needs back with this answer in the next request
+    /// of the tool round (Anthropic's signed thinking), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
 }
 
 /// `llm.invoked`: one model request of a turn (a turn with tool rounds

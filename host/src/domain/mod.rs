@@ -24,8 +24,8 @@ pub use contexts::{
     ToolResult,
 };
 pub use model::{
-    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
-    ToolSpec, Usage,
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, Reasoning, StopReason, ToolCall,
+    ToolOutput, ToolSpec, Usage,
 };
 pub use participant::{MAX_PARTICIPANT_ID_CHARS, Participant, Role, check_participant_id};
 pub use view::{SubtaskView, TaskView};

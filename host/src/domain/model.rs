@@ -87,6 +87,20 @@ pub struct ToolOutput {
     pub is_error: bool,
 }
 
+/// Reasoning a provider returned with an answer and needs back, verbatim,
+/// when the conversation goes on from that answer: Anthropic's signed
+/// thinking blocks must accompany the tool calls they led to, or the next
+/// request of the tool round is refused. Opaque to the agent loop, which
+/// keeps it on the assistant message; only the adapter of the provider that
+/// made it reads it (another provider ignores it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The provider that made it (`anthropic`).
+    pub provider: String,
+    /// The provider's own blocks, as it sent them.
+    pub blocks: Vec<Value>,
+}
+
 /// One message of the conversation as a model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -99,6 +113,10 @@ pub enum ChatMessage {
         content: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// What the provider needs back with this answer, if anything
+        /// ([`ModelEvent::Reasoning`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<Reasoning>,
     },
     /// A tool's answer to one of the assistant's calls.
     Tool(ToolOutput),
@@ -113,12 +131,20 @@ impl ChatMessage {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
                 content.len()
                     + tool_calls
                         .iter()
                         .map(|call| call.name.len() + call.arguments.to_string().len())
                         .sum::<usize>()
+                    + reasoning.as_ref().map_or(0, |reasoning| {
+                        reasoning
+                            .blocks
+                            .iter()
+                            .map(|block| block.to_string().len())
+                            .sum()
+                    })
             }
             ChatMessage::Tool(output) => output.content.len() + output.name.len(),
         };
@@ -189,6 +215,9 @@ pub enum ModelEvent {
     /// Progress to show that is not part of the answer (the offline model's
     /// `work for N seconds`).
     Progress(String),
+    /// What the provider needs back with this answer (at most one, before
+    /// `Stop`): the loop puts it on the answer's assistant message.
+    Reasoning(Reasoning),
     /// The answer is complete; the last event.
     Stop(StopReason),
 }

@@ -6,12 +6,29 @@
 //! connection: that is how a complete control or a cancellation cuts a
 //! turn.
 //!
-//! [`Models`] holds the models the configuration names (`[models.<name>]`);
-//! the names are what `/model` may switch between. The embedded default is
-//! the deterministic offline model, so the harness converses on a fresh
-//! machine with no network or keys.
+//! [`Models`] holds the models the configuration names (`[models.<name>]`,
+//! read into [`settings`] by `crate::config`); the names are what `/model`
+//! may switch between. The embedded default is the deterministic offline
+//! model, so the harness converses on a fresh machine with no network or
+//! keys.
+//!
+//! Two thin adapters of our own reach real providers over streamed SSE:
+//! [`OpenAiModel`] (Chat Completions: OpenAI, Ollama, vLLM, llama.cpp's
+//! server) and [`AnthropicModel`] (Messages). They share the HTTP side
+//! (`http`: the client, bounded answers, typed errors that name the
+//! provider and never the key) and the retries (`retry`). [`fake`] is a
+//! provider server speaking both protocols, for tests and benchmarks.
 
+mod anthropic;
+pub mod fake;
+mod history;
+mod http;
 mod offline;
+mod openai;
+mod retry;
+pub mod settings;
+#[cfg(test)]
+mod testing;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,10 +38,15 @@ use std::sync::Arc;
 use futures_core::Stream;
 
 pub use crate::domain::{
-    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
-    ToolSpec, Usage,
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, Reasoning, StopReason, ToolCall,
+    ToolOutput, ToolSpec, Usage,
 };
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicModel};
+pub use http::MAX_ANSWER_BYTES;
 pub use offline::{MAX_WORK_SECONDS, OfflineModel};
+pub use openai::OpenAiModel;
+pub use retry::RetryPolicy;
+use settings::{ModelSettings, ProviderSettings};
 
 /// A model's streamed answer: events until [`ModelEvent::Stop`], or an error.
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
@@ -41,7 +63,7 @@ pub trait Model: Send + Sync + 'static {
 pub const OFFLINE_MODELS: [&str; 2] = ["offline-echo", "offline-large"];
 
 /// How many tokens of conversation an offline model takes per request.
-const OFFLINE_CONTEXT_WINDOW: u64 = 128_000;
+const OFFLINE_CONTEXT_WINDOW: u64 = settings::defaults::OFFLINE_CONTEXT_WINDOW;
 
 /// A configured model: the provider behind a name, and its limits.
 #[derive(Clone)]
@@ -71,6 +93,16 @@ pub struct Models {
     default: String,
 }
 
+/// Why the configured models cannot be served.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModelsError {
+    #[error(transparent)]
+    UnknownDefault(#[from] UnknownDefault),
+    /// An adapter could not be built (its HTTP client, its TLS roots).
+    #[error("the model `{name}` cannot be set up: {problem}")]
+    Setup { name: String, problem: String },
+}
+
 /// The default model is not among the configured ones.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the default model `{default}` is not configured; configured models: {}", names.join(", "))]
@@ -92,6 +124,15 @@ impl Models {
             });
         }
         Ok(Models { entries, default })
+    }
+
+    /// The models of the configuration, `default` among them.
+    pub fn build(models: &[ModelSettings], default: &str) -> Result<Self, ModelsError> {
+        let entries = models
+            .iter()
+            .map(|settings| Ok((settings.name.clone(), entry(settings)?)))
+            .collect::<Result<_, ModelsError>>()?;
+        Ok(Models::new(entries, default.to_owned())?)
     }
 
     /// The embedded default: the offline models, `offline-echo` first.
@@ -118,9 +159,8 @@ impl Models {
         }
     }
 
-    /// The offline model under each of `names`, `default` among them (until
-    /// `[models.<name>]` configures providers, every selectable name is the
-    /// offline model).
+    /// The offline model under each of `names`, `default` among them (for
+    /// tests that name their own models).
     pub fn offline_named(names: &[String], default: &str) -> Result<Self, UnknownDefault> {
         let model: Arc<dyn Model> = Arc::new(OfflineModel::new());
         let entries = names
@@ -150,4 +190,28 @@ impl Models {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
     }
+}
+
+/// The adapter and limits of one configured model.
+fn entry(settings: &ModelSettings) -> Result<ModelEntry, ModelsError> {
+    let setup = |problem: String| ModelsError::Setup {
+        name: settings.name.clone(),
+        problem,
+    };
+    let name = settings.name.as_str();
+    let max_output_tokens = settings.max_output_tokens;
+    let model: Arc<dyn Model> = match &settings.provider {
+        ProviderSettings::Offline => Arc::new(OfflineModel::new()),
+        ProviderSettings::OpenAi(openai) => {
+            Arc::new(OpenAiModel::new(name, openai, max_output_tokens).map_err(setup)?)
+        }
+        ProviderSettings::Anthropic(anthropic) => {
+            Arc::new(AnthropicModel::new(name, anthropic, max_output_tokens).map_err(setup)?)
+        }
+    };
+    Ok(ModelEntry {
+        model,
+        context_window: settings.context_window,
+        max_output_tokens,
+    })
 }

@@ -413,6 +413,7 @@ mod tests {
                 ChatMessage::Assistant {
                     content: String::new(),
                     tool_calls: calls.into_iter().cloned().collect(),
+                    reasoning: None,
                 },
                 output("offline-call-1", "dice", "4"),
                 output("offline-call-2", "echo", "hi"),

@@ -106,6 +106,7 @@ impl AgentTurn {
             messages.push(ChatMessage::Assistant {
                 content: response.text,
                 tool_calls: calls.clone(),
+                reasoning: response.reasoning,
             });
             match self.run_calls(calls, link, trace).await {
                 Ok(outputs) => messages.extend(outputs.into_iter().map(ChatMessage::Tool)),
@@ -243,6 +244,7 @@ async fn stream(
         tool_calls: Vec::new(),
         usage: None,
         stop: StopReason::EndTurn,
+        reasoning: None,
     };
     while let Some(event) = events.next().await {
         match event.map_err(|error| format!("the model `{model}` failed: {error}"))? {
@@ -253,6 +255,7 @@ async fn stream(
             ModelEvent::ToolCall(call) => response.tool_calls.push(call),
             ModelEvent::Usage(usage) => response.usage = Some(usage),
             ModelEvent::Progress(text) => link.progress(text).await,
+            ModelEvent::Reasoning(reasoning) => response.reasoning = Some(reasoning),
             ModelEvent::Stop(stop) => {
                 response.stop = stop;
                 return Ok(response);

@@ -194,12 +194,14 @@ fn assemble(messages: &[&Message]) -> Transcript {
             Some(Seen::Reply(text)) => out.push(ChatMessage::Assistant {
                 content: text,
                 tool_calls: Vec::new(),
+                reasoning: None,
             }),
             Some(Seen::Calls { text, calls }) => {
                 waiting = calls.clone();
                 out.push(ChatMessage::Assistant {
                     content: text,
                     tool_calls: calls,
+                    reasoning: None,
                 });
             }
             Some(Seen::Result(output)) => {
@@ -389,6 +391,7 @@ mod tests {
         let ChatMessage::Assistant {
             content,
             tool_calls,
+            ..
         } = &transcript.messages[1]
         else {
             panic!("calls");

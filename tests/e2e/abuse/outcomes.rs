@@ -12,7 +12,9 @@ use crate::support::PluginsFolder;
 const CONFIG: &str = r#"
 [models]
 default = "offline-echo"
-selectable = ["offline-echo"]
+
+[models.offline-echo]
+provider = "offline"
 "#;
 
 /// The server's resident memory, in KiB (Linux `VmRSS`).

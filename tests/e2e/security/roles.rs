@@ -14,7 +14,6 @@ use crate::support::PluginsFolder;
 const CONFIG: &str = r#"
 [models]
 default = "offline-echo"
-selectable = ["offline-echo", "offline-large"]
 "#;
 
 /// A `builtin` plugin of the operator's own that tries to widen rights: no

@@ -85,12 +85,11 @@ impl Drop for Server {
     }
 }
 
-/// A configuration with a two-model allowlist: loopback, callers self-asserted, no admins
+/// A configuration whose allowlist is the two embedded offline models: loopback, callers self-asserted, no admins
 /// (admins need tokens: [`admin_config`]).
 pub const DEFAULT_CONFIG: &str = r#"
 [models]
 default = "offline-echo"
-selectable = ["offline-echo", "offline-large"]
 "#;
 
 /// The participants the tests speak as under [`admin_config`].
