@@ -45,6 +45,9 @@
 //! # cert_file = "server.pem"       # serve https: the certificate chain (PEM) ...
 //! # key_file = "server-key.pem"    # ... and its private key (PEM); both or neither
 //! extra_ca_files = []              # PEM roots for https webhooks and remote executors
+//!
+//! [plugins]                        # grants and plugin bounds: see `plugins::settings`
+//! grant_all = false
 //! ```
 
 use std::collections::BTreeMap;
@@ -57,6 +60,7 @@ use serde::Deserialize;
 
 use crate::domain::check_participant_id;
 use crate::outbound::ExtraRoots;
+use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{StoreLocation, StoreOptions, Synchronous};
 
@@ -106,6 +110,9 @@ pub struct Config {
     pub push: PushConfig,
     /// Outbound TLS.
     pub tls: TlsConfig,
+    /// Plugin capability grants and plugin bounds (instances, logs, files,
+    /// declarations).
+    pub plugins: PluginsConfig,
     /// The folder of the configuration file it was read from; relative store
     /// and CA file paths are from there. Not a key of the file.
     #[serde(skip)]
@@ -263,6 +270,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             push: PushConfig::default(),
             tls: TlsConfig::default(),
+            plugins: PluginsConfig::default(),
             base_dir: None,
             extra_roots: ExtraRoots::default(),
         }
@@ -409,6 +417,9 @@ impl Config {
         self.rate_limit.validate()?;
         self.store.validate()?;
         self.push.validate()?;
+        self.plugins
+            .validate()
+            .map_err(|(key, problem)| invalid(&key, problem))?;
         self.tls.validate()
     }
 
@@ -731,6 +742,21 @@ mod tests {
             let message = error(text);
             assert!(message.contains(expected), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn the_plugins_section_is_read_and_checked() {
+        let config = Config::from_toml(
+            "[plugins.grants.probe]\nclocks = true\n[plugins.instances]\nper_plugin = 4",
+        )
+        .expect("valid");
+        assert!(config.plugins.grants["probe"].clocks);
+        assert!(!config.plugins.grants["probe"].random);
+        assert_eq!(config.plugins.instances.per_plugin, 4);
+        let message = error("[plugins.instances]\nbuiltin = 0");
+        assert!(message.contains("`plugins.instances.builtin`"), "{message}");
+        let message = error("[plugins.grants.probe]\nnetwork = true");
+        assert!(message.contains("unknown field `network`"), "{message}");
     }
 
     #[test]

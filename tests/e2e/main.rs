@@ -7,9 +7,12 @@
 
 mod support;
 
+mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
+mod plugin_server;
 mod remote_executors;
 mod scaffold;
+mod security;
 mod server;

@@ -1,0 +1,3 @@
+//! Trust boundaries (issue 8), each case against the real binary.
+
+mod sandbox;
