@@ -54,31 +54,29 @@ fn probes() -> PluginsFolder {
     let folder = PluginsFolder::new().with_fixture("probe");
     let twin = folder.path().join("probe-twin");
     std::fs::create_dir_all(&twin).expect("mkdir");
-    for file in ["commands.json", "hooks.json", "probe.wasm"] {
-        let from = folder.path().join("probe").join(file);
-        let contents = std::fs::read(&from).expect("read");
-        let contents = if file == "commands.json" {
-            String::from_utf8(contents)
-                .expect("text")
-                .replace("\"probe\"", "\"probe-twin\"")
-                .into_bytes()
-        } else if file == "hooks.json" {
-            String::from_utf8(contents)
-                .expect("text")
-                .replace("\"command\": \"probe\"", "\"command\": \"probe-twin\"")
-                .into_bytes()
-        } else {
-            contents
-        };
-        std::fs::write(twin.join(file), contents).expect("write");
-    }
-    std::fs::write(
-        twin.join("plugin.json"),
-        json!({"name": "probe-twin", "version": "1.0.0",
-               "capabilities": {"clocks": true, "random": true}})
-        .to_string(),
+    std::fs::copy(
+        folder.path().join("probe/probe.wasm"),
+        twin.join("probe.wasm"),
     )
-    .expect("write");
+    .expect("copy");
+    for (file, contents) in [
+        (
+            "plugin.json",
+            json!({"name": "probe-twin", "version": "1.0.0",
+                   "capabilities": {"clocks": true, "random": true}}),
+        ),
+        (
+            "commands.json",
+            json!({"commands": [{"name": "probe-twin", "description": "The probe", "usage": "/probe-twin"}]}),
+        ),
+        (
+            "hooks.json",
+            json!({"hooks": [{"name": "body", "point": "command.invoked.in",
+                              "command": "probe-twin", "component": "probe.wasm"}]}),
+        ),
+    ] {
+        std::fs::write(twin.join(file), contents.to_string()).expect("write");
+    }
     folder
 }
 
@@ -133,10 +131,28 @@ async fn an_ungranted_component_reaches_exactly_what_the_readme_says() {
     assert!(text(&first, "tcp").contains("access-denied"), "{first}");
     assert!(text(&first, "udp").contains("access-denied"), "{first}");
     assert!(text(&first, "lookup").starts_with("error"), "{first}");
-    // wasi:cli/stdin is empty; stdout is accepted and discarded.
+    // wasi:cli/stdin is empty; stdout and stderr are accepted and never
+    // reach the harness's output (stderr is kept only to explain a trap,
+    // see plugin_host's trapper tests); no stream is a terminal.
     assert_eq!(text(&first, "stdin"), "error StreamError::Closed");
     assert_eq!(text(&first, "stdout"), "ok ()");
+    assert_eq!(text(&first, "stderr"), "ok ()");
+    assert_eq!(text(&first, "terminals"), "[false, false, false]");
     assert!(server.log_lines("probe was here").is_empty());
+    assert!(server.log_lines("probe stderr").is_empty());
+    // wasi:cli/exit ends the call, as a failure the sender is told about.
+    let exited = status_text(&alice.say(None, "/probe-exit").await);
+    assert_eq!(
+        exited,
+        "command /probe-exit failed: the plugin called exit (status 0) instead of answering"
+    );
+    // One random request is capped at 1 MiB.
+    let big = status_text(&alice.say(None, "/probe-big-random").await);
+    assert!(
+        big.starts_with("command /probe-big-random failed")
+            && big.contains("requested len 2097152 exceeds limit 1048576"),
+        "{big}"
+    );
     // tiny-harness:plugin/host: the plugin's configuration, and the log.
     assert_eq!(
         text(&first, "config_greeting"),

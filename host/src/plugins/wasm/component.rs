@@ -309,6 +309,13 @@ fn fault(store: &Store<StoreState>, err: wasmtime::Error, timeout: Duration) -> 
             limit_bytes: state.plugin.memory_bytes,
         };
     }
+    if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        // `wasi:cli/exit`: the guest ended itself; say so, not the backtrace.
+        return ExecutorFault::Failed(format!(
+            "the plugin called exit (status {}) instead of answering",
+            exit.0
+        ));
+    }
     match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => ExecutorFault::Timeout(timeout),
         Some(trap) => {
