@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
-use tiny_harness::model::OfflineModel;
+use tiny_harness::model::Models;
 use tiny_harness::plugins::wasm::{RuntimeConfig, RuntimeLimits, WasmRuntime};
 use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginWatch, PluginsConfig, Reloader,
@@ -224,9 +224,10 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
             selectable_models: config.models.selectable.clone(),
             default_effort: config.default_effort.clone(),
             admins: config.admins.clone(),
+            ..TaskSettings::default()
         },
         plugins.registries,
-        Arc::new(OfflineModel::new()),
+        Models::offline_named(&config.models.selectable, &config.models.default)?,
         Durability::open(&config)?,
     );
     // Before serving: settle whatever the last stop interrupted.

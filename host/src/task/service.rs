@@ -46,7 +46,7 @@ use crate::a2a::types::{
 use crate::commands::{CommandRegistry, Registries};
 use crate::config::Config;
 use crate::domain::{Participant, Role};
-use crate::model::Model;
+use crate::model::Models;
 use crate::push::{PushSettings, Pusher, Viewer};
 use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
 
@@ -139,8 +139,8 @@ struct Inner {
 
 impl TaskService {
     /// A service keeping its tasks in memory.
-    pub fn new(settings: TaskSettings, registries: Registries, model: Arc<dyn Model>) -> Self {
-        Self::with_durability(settings, registries, model, Durability::in_memory())
+    pub fn new(settings: TaskSettings, registries: Registries, models: Models) -> Self {
+        Self::with_durability(settings, registries, models, Durability::in_memory())
     }
 
     /// A service on `durability`'s store. Call [`TaskService::recover`]
@@ -148,14 +148,14 @@ impl TaskService {
     pub fn with_durability(
         settings: TaskSettings,
         registries: Registries,
-        model: Arc<dyn Model>,
+        models: Models,
         durability: Durability,
     ) -> Self {
         let push = Pusher::new(Arc::clone(&durability.store), durability.push.clone());
         let env = Env {
             settings,
             registries,
-            model,
+            models,
             store: durability.store,
             push,
             idle_timeout: durability.idle_timeout,
@@ -337,8 +337,12 @@ impl TaskService {
         let history = request
             .history_length
             .map(|n| usize::try_from(n).unwrap_or(0));
+        // Who may see it is decided from the head alone, before its history
+        // is read: a stranger costs (and learns) nothing more than a task
+        // that does not exist.
+        let head = self.head(&request.id).await?;
+        access::visible(&head, &caller.id, &self.inner.env.settings.admins)?;
         let record = self.load(&request.id, history).await?;
-        access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
         Ok(record.to_task(request.history_length))
     }
 
@@ -608,18 +612,17 @@ impl TaskService {
         let record = self.new_conversation(caller, &message);
         let role =
             access::role_of(&record, &caller.id, &env.settings.admins).unwrap_or(Role::Reporter);
+        let sender = Participant {
+            id: caller.id.clone(),
+            role,
+        };
+        let view = record.view(&env.settings.selectable_models);
+        // Refused here, the task is never created.
         let message = match class {
-            Class::Ordinary => {
-                let sender = Participant {
-                    id: caller.id.clone(),
-                    role,
-                };
-                let view = record.view(&env.settings.selectable_models);
-                // Refused here, the task is never created.
-                screen::request_received(&registry, message, &sender, &view).await?
-            }
+            Class::Ordinary => screen::request_received(&registry, message, &sender, &view).await?,
             _ => message,
         };
+        screen::task_created(&registry, &sender, &view).await?;
         let task_id = record.id.clone();
         if let Some(config) = push {
             // Registered first, so the webhook hears the first turn too.
@@ -732,10 +735,7 @@ impl TaskService {
                     .into_iter()
                     .map(|event| {
                         let parsed = serde_json::from_str(&event.document).ok()?;
-                        Some(Sequenced {
-                            seq: event.seq,
-                            event: Arc::new(parsed),
-                        })
+                        Some(Sequenced::stored(event.seq, parsed))
                     })
                     .collect()
             })

@@ -27,7 +27,7 @@ fn durable_service(store: Arc<dyn TaskStore>, idle: Duration) -> TaskService {
     TaskService::with_durability(
         settings(),
         Registries::new(loaded.registry),
-        Arc::new(OfflineModel::new()),
+        super::offline_models(&settings()),
         Durability {
             store,
             idle_timeout: idle,
@@ -195,7 +195,8 @@ async fn idle_actors_leave_memory_and_come_back_from_the_store() {
         .expect("continues");
     assert_parked(&task, "awaiting-answer");
     assert_eq!(texts(&task)[0], "hello");
-    assert_eq!(task.history.len(), 4);
+    // hello, its reply, "ask me", the ask_participant call, the question.
+    assert_eq!(task.history.len(), 5);
 
     // A subscriber keeps it; when the subscriber goes, it leaves.
     tokio::time::sleep(Duration::from_millis(500)).await;
