@@ -18,6 +18,9 @@ use crate::support::PluginsFolder;
 /// 2000-01-01T00:00:00Z, where the sandbox's wall clock starts.
 const SANDBOX_EPOCH_SECS: u64 = 946_684_800;
 
+/// One hour, where the sandbox's monotonic clock starts.
+const SANDBOX_MONOTONIC_START_NS: u64 = 3_600_000_000_000;
+
 /// `/probe` in a new conversation (so a fresh instance); its data.
 async fn probe(client: &Client) -> Value {
     probe_with(client, "/probe").await
@@ -99,12 +102,21 @@ async fn an_ungranted_component_reaches_exactly_what_the_readme_says() {
     assert_eq!(number(&first, "wall_nanoseconds"), 0, "{first}");
     assert_eq!(number(&first, "wall_after_sleep"), SANDBOX_EPOCH_SECS);
 
-    // wasi:clocks/monotonic-clock: starts at 0, moves by exactly what the
-    // guest slept, and not at all while it computes.
+    // wasi:clocks/monotonic-clock: starts at one hour, moves by exactly what
+    // the guest slept, and not at all while it computes.
+    let start = SANDBOX_MONOTONIC_START_NS;
     let nap = number(&first, "nap_nanoseconds");
-    assert_eq!(number(&first, "monotonic_start"), 0, "{first}");
-    assert_eq!(number(&first, "monotonic_after_sleep"), nap, "{first}");
-    assert_eq!(number(&first, "monotonic_after_work"), nap, "{first}");
+    assert_eq!(number(&first, "monotonic_start"), start, "{first}");
+    assert_eq!(
+        number(&first, "monotonic_after_sleep"),
+        start + nap,
+        "{first}"
+    );
+    assert_eq!(
+        number(&first, "monotonic_after_work"),
+        start + nap,
+        "{first}"
+    );
 
     // wasi:random/*: deterministic per plugin: a fresh instance reads the
     // same values, another plugin other ones; the insecure seed is the

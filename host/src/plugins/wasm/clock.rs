@@ -3,8 +3,8 @@
 //! nothing about real time.
 //!
 //! The sandbox clock is virtual and per instance. Its monotonic reading
-//! starts at 0 when the instance is created and moves only when the guest
-//! waits on it: a sleep (a `monotonic-clock` pollable that fires) moves it
+//! starts at one hour when the instance is created and moves only when the
+//! guest waits on it: a sleep (a `monotonic-clock` pollable that fires) moves it
 //! forward by exactly the time slept, and nothing else does, so computation
 //! takes no time as far as the guest can tell, and two runs of the same
 //! guest read the same values. Its wall clock reads 2000-01-01T00:00:00Z
@@ -25,9 +25,15 @@ use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock};
 
-/// The sandbox wall clock's reading at virtual time 0: 2000-01-01T00:00:00Z,
-/// a date no guest will mistake for now.
+/// The sandbox wall clock's reading when an instance starts:
+/// 2000-01-01T00:00:00Z, a date no guest will mistake for now.
 pub const SANDBOX_EPOCH_SECS: u64 = 946_684_800;
+
+/// The sandbox monotonic clock's reading when an instance starts, in
+/// nanoseconds: one hour. Not 0, which runtimes take for "no time" (Go's
+/// refuses to start: "nanotime returning zero"), and far enough from it
+/// that a guest subtracting a duration from "now" does not underflow.
+pub const SANDBOX_MONOTONIC_START_NS: u64 = 3_600_000_000_000;
 
 /// A component instance's clock, shared by its WASI context and the
 /// pollables it hands out.
@@ -37,8 +43,9 @@ pub(crate) struct SandboxClock(Arc<Kind>);
 enum Kind {
     /// The host's clocks; monotonic readings count from the instance's start.
     Real { origin: Instant },
-    /// Nanoseconds the guest has waited since the instance started.
-    Virtual { waited: AtomicU64 },
+    /// The monotonic reading: [`SANDBOX_MONOTONIC_START_NS`] plus the
+    /// nanoseconds the guest has waited since the instance started.
+    Virtual { now: AtomicU64 },
 }
 
 impl SandboxClock {
@@ -50,7 +57,7 @@ impl SandboxClock {
             }
         } else {
             Kind::Virtual {
-                waited: AtomicU64::new(0),
+                now: AtomicU64::new(SANDBOX_MONOTONIC_START_NS),
             }
         }))
     }
@@ -59,15 +66,15 @@ impl SandboxClock {
     fn now_ns(&self) -> u64 {
         match &*self.0 {
             Kind::Real { origin } => u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            Kind::Virtual { waited } => waited.load(Ordering::Acquire),
+            Kind::Virtual { now } => now.load(Ordering::Acquire),
         }
     }
 
     /// A wait that ended at monotonic reading `at`: a virtual clock moves
     /// there (never back), a real one has moved on its own.
     fn reached(&self, at: u64) {
-        if let Kind::Virtual { waited } = &*self.0 {
-            waited.fetch_max(at, Ordering::AcqRel);
+        if let Kind::Virtual { now } = &*self.0 {
+            now.fetch_max(at, Ordering::AcqRel);
         }
     }
 
@@ -96,9 +103,11 @@ impl HostWallClock for SandboxClock {
             Kind::Real { .. } => SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default(),
-            Kind::Virtual { waited } => {
-                Duration::from_secs(SANDBOX_EPOCH_SECS)
-                    + Duration::from_nanos(waited.load(Ordering::Acquire))
+            Kind::Virtual { now } => {
+                let waited = now
+                    .load(Ordering::Acquire)
+                    .saturating_sub(SANDBOX_MONOTONIC_START_NS);
+                Duration::from_secs(SANDBOX_EPOCH_SECS) + Duration::from_nanos(waited)
             }
         }
     }
@@ -195,8 +204,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_virtual_clock_moves_only_by_what_the_guest_waited() {
+        const START: u64 = SANDBOX_MONOTONIC_START_NS;
         let clock = SandboxClock::new(false);
-        assert_eq!(clock.now_ns(), 0);
+        assert_eq!(clock.now_ns(), START);
         assert_eq!(
             HostWallClock::now(&clock),
             Duration::from_secs(SANDBOX_EPOCH_SECS)
@@ -204,21 +214,25 @@ mod tests {
         // Real time passing is invisible...
         tokio::time::advance(Duration::from_secs(5)).await;
         std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(clock.now_ns(), 0);
+        assert_eq!(clock.now_ns(), START);
         // ...a wait is seen exactly, once it is over.
         let mut nap = clock.deadline(Duration::from_millis(250));
-        assert_eq!(clock.now_ns(), 0, "not before it fires");
+        assert_eq!(clock.now_ns(), START, "not before it fires");
         nap.ready().await;
-        assert_eq!(clock.now_ns(), 250_000_000);
+        assert_eq!(clock.now_ns(), START + 250_000_000);
         nap.ready().await;
-        assert_eq!(clock.now_ns(), 250_000_000, "firing again moves nothing");
+        assert_eq!(
+            clock.now_ns(),
+            START + 250_000_000,
+            "firing again moves nothing"
+        );
         assert_eq!(
             HostWallClock::now(&clock),
             Duration::from_secs(SANDBOX_EPOCH_SECS) + Duration::from_millis(250)
         );
         // A zero wait is ready at once and moves nothing.
         clock.deadline(Duration::ZERO).ready().await;
-        assert_eq!(clock.now_ns(), 250_000_000);
+        assert_eq!(clock.now_ns(), START + 250_000_000);
     }
 
     #[tokio::test(start_paused = true)]

@@ -20,7 +20,7 @@ mod pool;
 mod random;
 mod store;
 
-pub use clock::SANDBOX_EPOCH_SECS;
+pub use clock::{SANDBOX_EPOCH_SECS, SANDBOX_MONOTONIC_START_NS};
 pub use component::{ComponentError, PluginComponent};
 pub use engine::{
     DEFAULT_MEMORY_BYTES, MAX_MEMORY_BYTES, RuntimeConfig, RuntimeLimits, WasmRuntime,
