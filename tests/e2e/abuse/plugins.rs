@@ -141,8 +141,9 @@ async fn a_plugin_that_exhausts_its_quota_is_busy_while_status_keeps_answering()
          ([plugins.instances] per_plugin); waited 300 ms"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
+    let bob = server.client("bob");
     for _ in 0..5 {
-        let status = status_text(&alice.say(None, "/status").await);
+        let status = status_text(&bob.say(None, "/status").await);
         assert!(status.contains("State: TASK_STATE"), "{status}");
     }
     assert!(
@@ -174,8 +175,9 @@ async fn the_builtin_plugin_keeps_its_reserve_when_the_shared_instances_are_full
     );
     // The role policy and the body of /status run in the built-in plugin's
     // reserve.
+    let bob = server.client("bob");
     for _ in 0..5 {
-        let status = status_text(&alice.say(None, "/status").await);
+        let status = status_text(&bob.say(None, "/status").await);
         assert!(status.contains("State: TASK_STATE"), "{status}");
     }
     assert!(

@@ -243,7 +243,7 @@ async fn stateless_reuse_across_conversations_needs_a_grant() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_report_plugins_and_the_log_show_what_was_asked_and_granted() {
     let folder = probes();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
     let config_path = dir.path().join("tiny-harness.toml");
     let config = format!("{DEFAULT_CONFIG}\n[plugins.grants.probe]\nclocks = true\n");
     std::fs::write(&config_path, &config).expect("write config");

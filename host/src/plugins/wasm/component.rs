@@ -21,7 +21,7 @@ use wasmtime::{Store, Trap};
 use super::bindings::{
     ExportIndices, PACKAGE, PACKAGE_VERSION, decision_from_guest, exports, outcome_from_guest,
 };
-use super::capacity::{ComponentQuota, Cost};
+use super::capacity::{ComponentQuota, Cost, Room};
 use super::engine::{MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT, WasmRuntime};
 use super::pool::{InstancePool, LiveInstance, PoolKey};
 use super::store::{PluginIdentity, StoreState, new_store};
@@ -227,16 +227,14 @@ impl PluginComponent {
         let share = &self.identity.share;
         let wait_until = share.wait_deadline();
         let _permit = share.admit(&self.quota, wait_until).await?;
-        let warm = key.as_ref().and_then(|key| self.pool.take(key, timeout));
-        let room = match warm {
-            Some(_) => None,
-            None => Some(share.room(self.cost, wait_until).await?),
+        let slot = match key.as_ref().and_then(|key| self.pool.take(key, timeout)) {
+            Some(live) => Slot::Warm(live),
+            None => Slot::Fresh(share.room(self.cost, wait_until).await?),
         };
         within(timeout, async {
-            let mut live = match (warm, room) {
-                (Some(live), _) => live,
-                (None, Some(room)) => self.instantiate(room, timeout).await?,
-                (None, None) => unreachable!("room is reserved whenever no warm instance is"),
+            let mut live = match slot {
+                Slot::Warm(live) => live,
+                Slot::Fresh(room) => self.instantiate(room, timeout).await?,
             };
             let answer = body(&mut live).await;
             self.check_in(key, live, answer.is_ok());
@@ -249,7 +247,7 @@ impl PluginComponent {
     /// `timeout`.
     async fn instantiate(
         &self,
-        room: super::capacity::Room,
+        room: Room,
         timeout: Duration,
     ) -> Result<LiveInstance, ExecutorFault> {
         let mut store = new_store(&self.runtime.engine, self.identity.clone(), timeout);
@@ -270,6 +268,14 @@ impl PluginComponent {
             _ => drop(live),
         }
     }
+}
+
+/// Where a call's instance comes from.
+enum Slot {
+    /// An idle instance from the pool, already armed for the call.
+    Warm(LiveInstance),
+    /// Room for a fresh one, to be instantiated under the call's deadline.
+    Fresh(Room),
 }
 
 /// `call` cut at `timeout`, whatever it is doing: running guest code (the
