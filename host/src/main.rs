@@ -10,13 +10,13 @@ use clap::{Args, Parser, Subcommand};
 use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
 use tiny_harness::model::Models;
-use tiny_harness::plugins::wasm::{RuntimeConfig, RuntimeLimits, WasmRuntime};
+use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginWatch, PluginsConfig, Reloader,
     register_plugins_command,
 };
 use tiny_harness::server::{self, ServerSettings};
-use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
+use tiny_harness::task::{Participant, Role, TaskService, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -190,13 +190,7 @@ fn plugin_loader(
     cache_dir: Option<PathBuf>,
     settings: &PluginsConfig,
 ) -> anyhow::Result<PluginLoader> {
-    let runtime = WasmRuntime::with_limits(
-        RuntimeConfig { cache_dir },
-        RuntimeLimits {
-            instances: settings.instances,
-            logs: settings.logs,
-        },
-    )?;
+    let runtime = WasmRuntime::with_limits(RuntimeConfig { cache_dir }, settings.runtime_limits())?;
     Ok(PluginLoader::new(runtime).with_settings(settings))
 }
 
@@ -212,6 +206,9 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
+    // Next the store, whose lock keeps a second server off a database in use before it
+    // touches it (or compiles a single plugin).
+    let durability = config.durability()?;
     let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
@@ -219,16 +216,10 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _runtime = tokio.enter();
     let _watch = plugins.watch()?;
     let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: config.models.default.clone(),
-            selectable_models: config.models.selectable.clone(),
-            default_effort: config.default_effort.clone(),
-            admins: config.admins.clone(),
-            ..TaskSettings::default()
-        },
+        config.task_settings(),
         plugins.registries,
         Models::offline_named(&config.models.selectable, &config.models.default)?,
-        Durability::open(&config)?,
+        durability,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;
@@ -307,26 +298,18 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
     let settings = ServerSettings::new(config, bound);
-    let header_read_timeout = settings.header_read_timeout;
+    let limits = settings.connection_limits;
     let app = server::app(service, settings);
-    match acceptor {
-        Some(acceptor) => {
-            // The end-to-end tests read this line to find the port.
-            eprintln!("listening on https://{bound}");
-            let listener = server::tls::TlsListener::new(listener, acceptor)?;
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
-        None => {
-            if !bound.ip().to_canonical().is_loopback() {
-                tracing::warn!(
-                    "serving plain http beyond loopback: bearer tokens cross the network in clear \
-                     text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
-                );
-            }
-            eprintln!("listening on http://{bound}");
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    if acceptor.is_none() && !bound.ip().to_canonical().is_loopback() {
+        tracing::warn!(
+            "serving plain http beyond loopback: bearer tokens cross the network in clear \
+             text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
+        );
     }
+    // The end-to-end tests read this line to find the port.
+    eprintln!("listening on {scheme}://{bound}");
+    server::serve(listener, acceptor, app, limits, shutdown_signal()).await?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! abuse tests wait for what plugins log (a nap that began) and count what
 //! reached the log (a flood cut by its budget).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,8 @@ const LOG_FILTER: &str = "warn,tiny_harness::plugins=info";
 /// A running harness, killed when dropped.
 pub struct PluginServer {
     spawned: Spawned,
+    /// Participant -> bearer token, from the configuration's `[auth] tokens`.
+    tokens: BTreeMap<String, String>,
     _dir: tempfile::TempDir,
 }
 
@@ -28,14 +31,31 @@ impl PluginServer {
         let config_path = dir.path().join("tiny-harness.toml");
         std::fs::write(&config_path, config).expect("write config");
         let spawned = spawn_server(&config_path, plugins, LOG_FILTER);
-        PluginServer { spawned, _dir: dir }
+        let tokens = tiny_harness::config::Config::from_toml(config)
+            .map(|config| {
+                config
+                    .auth
+                    .tokens
+                    .into_iter()
+                    .map(|(token, participant)| (participant, token))
+                    .collect()
+            })
+            .unwrap_or_default();
+        PluginServer {
+            spawned,
+            tokens,
+            _dir: dir,
+        }
     }
 
+    /// A client for `participant`: with its bearer token when the
+    /// configuration gives it one, self-asserted otherwise.
     pub fn client(&self, participant: &str) -> Client {
         Client {
             http: crate::support::http(),
             base: self.spawned.base.clone(),
             participant: participant.to_owned(),
+            token: self.tokens.get(participant).cloned(),
         }
     }
 

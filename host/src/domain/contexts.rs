@@ -137,3 +137,57 @@ pub struct ToolContext {
     #[serde(default)]
     pub result: Option<ToolResult>,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::de::DeserializeOwned;
+
+    use super::*;
+    use crate::domain::CommandContext;
+
+    const CONTRACTS: &str = include_str!("../../../docs/contracts.md");
+
+    /// The JSON example under the docs' heading `### \`name\``, with the
+    /// task view example in place of `"<task view>"`.
+    fn example(name: &str) -> Value {
+        let block = |heading: &str| {
+            let start = CONTRACTS
+                .find(heading)
+                .unwrap_or_else(|| panic!("docs/contracts.md has no `{heading}`"));
+            let rest = &CONTRACTS[start..];
+            let open = rest.find("```json\n").expect("a JSON example") + "```json\n".len();
+            let close = rest[open..].find("```").expect("the example ends");
+            rest[open..open + close].to_owned()
+        };
+        let view = block("### The task view");
+        let text = block(&format!("### `{name}`")).replace("\"<task view>\"", &view);
+        serde_json::from_str(&text).unwrap_or_else(|error| panic!("{name}: {error}\n{text}"))
+    }
+
+    /// Every field of `documented` reads into `C`, and `C` writes each of
+    /// them back: the docs describe the type, not a wish.
+    fn matches<C: Serialize + DeserializeOwned>(name: &str) {
+        let documented = example(name);
+        let typed: C = serde_json::from_value(documented.clone())
+            .unwrap_or_else(|error| panic!("{name} does not read as its type: {error}"));
+        let written = serde_json::to_value(&typed).expect("serializes");
+        for key in documented.as_object().expect("an object").keys() {
+            assert!(
+                written.get(key).is_some(),
+                "{name}: documented field `{key}` is not part of the type"
+            );
+        }
+    }
+
+    #[test]
+    fn docs_examples_are_the_hook_contexts() {
+        matches::<RequestContext>("RequestContext");
+        matches::<TaskCreatedContext>("TaskCreatedContext");
+        matches::<StateChangedContext>("StateChangedContext");
+        matches::<CompletionContext>("CompletionContext");
+        matches::<LlmContext>("LlmContext");
+        matches::<ToolContext>("ToolContext");
+        matches::<SubtaskSpawnedContext>("SubtaskSpawnedContext");
+        matches::<CommandContext>("CommandContext");
+    }
+}

@@ -6,6 +6,7 @@
 //! ```toml
 //! [plugins]
 //! grant_all = false                 # every plugin gets every capability it asks for
+//! random_request_bytes = 1048576    # the most one wasi:random get-random-bytes may ask
 //!
 //! [plugins.grants.my-plugin]        # per plugin, by plugin.json name
 //! clocks = true                     # real wall and monotonic clocks
@@ -48,17 +49,38 @@ use super::grants::{Grant, Grants};
 use super::manifest::is_valid_plugin_name;
 
 /// `[plugins]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PluginsConfig {
     /// Give every plugin every capability it asks for. Default false.
     pub grant_all: bool,
     /// What each plugin is granted, by plugin name. Default none.
     pub grants: BTreeMap<String, Grant>,
+    /// The most bytes one `wasi:random` `get-random-bytes` call may ask for
+    /// (the host allocates them on the guest's say-so). Default 1 MiB.
+    pub random_request_bytes: u64,
     pub instances: InstanceLimits,
     pub logs: LogLimits,
     pub files: FileLimits,
     pub declarations: DeclarationLimits,
+}
+
+/// `[plugins] random_request_bytes` by default: seeding a generator takes 32
+/// bytes; a megabyte is plenty for anything else a guest does at once.
+pub const DEFAULT_RANDOM_REQUEST_BYTES: u64 = 1 << 20;
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig {
+            grant_all: false,
+            grants: BTreeMap::new(),
+            random_request_bytes: DEFAULT_RANDOM_REQUEST_BYTES,
+            instances: InstanceLimits::default(),
+            logs: LogLimits::default(),
+            files: FileLimits::default(),
+            declarations: DeclarationLimits::default(),
+        }
+    }
 }
 
 /// `[plugins.instances]`: how many component instances may be alive, and
@@ -267,9 +289,24 @@ impl PluginsConfig {
                 ));
             }
         }
+        if self.random_request_bytes == 0 {
+            return Err((
+                "plugins.random_request_bytes".into(),
+                "must be at least 1".into(),
+            ));
+        }
         self.instances.validate()?;
         self.logs.validate()?;
         self.files.validate()
+    }
+
+    /// The bounds the Wasm runtime applies.
+    pub fn runtime_limits(&self) -> crate::plugins::wasm::RuntimeLimits {
+        crate::plugins::wasm::RuntimeLimits {
+            instances: self.instances,
+            logs: self.logs,
+            random_request_bytes: self.random_request_bytes,
+        }
     }
 
     /// The grants the loader applies.

@@ -44,11 +44,10 @@ use crate::a2a::types::{
     TaskPushNotificationConfig, Timestamp,
 };
 use crate::commands::{CommandRegistry, Registries};
-use crate::config::Config;
 use crate::domain::{Participant, Role};
 use crate::model::Models;
 use crate::push::{PushSettings, Pusher, Viewer};
-use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
+use crate::store::{MemoryStore, MessageLookup, TaskStore};
 
 /// The authenticated participant behind a request. Bindings resolve it
 /// (bearer token, or on loopback the self-asserted `X-Participant-Id`
@@ -83,28 +82,6 @@ pub struct Durability {
 impl Durability {
     /// The default idle period of a task's actor.
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-
-    /// What `config` asks for: its store opened (created if needed), its idle
-    /// period, retention and push settings.
-    pub fn open(config: &Config) -> Result<Self, StoreError> {
-        let options = config.store_options();
-        match &options.location {
-            StoreLocation::File(path) => tracing::info!(
-                path = %path.display(),
-                synchronous = ?options.synchronous,
-                "task store"
-            ),
-            StoreLocation::Memory => {
-                tracing::warn!("tasks are kept in memory only: a restart forgets them");
-            }
-        }
-        Ok(Durability {
-            store: store::open(&options)?,
-            idle_timeout: config.store.idle_timeout(),
-            retain_terminal: config.store.retention(),
-            push: config.push_settings(),
-        })
-    }
 
     /// Nothing survives the process; push delivery with its defaults.
     pub fn in_memory() -> Self {

@@ -34,6 +34,29 @@ fn write_json(path: &Path, value: &Value) {
     std::fs::write(path, value.to_string()).expect("write");
 }
 
+/// Start `n` naps of `ms`, each in a conversation of its own, without
+/// waiting for them; return once the plugin has logged that all began.
+async fn start_naps(
+    server: &PluginServer,
+    client: &Client,
+    n: usize,
+    ms: u64,
+) -> Vec<tokio::task::JoinHandle<Value>> {
+    let naps = (0..n)
+        .map(|_| {
+            let client = client.clone();
+            let message = text_message(None, &format!("/nap {ms}"));
+            tokio::spawn(
+                async move { client.rpc("SendMessage", json!({"message": message})).await },
+            )
+        })
+        .collect();
+    server
+        .wait_for_log(&format!("napping {ms} ms in task"), n)
+        .await;
+    naps
+}
+
 /// A new conversation's id.
 async fn conversation(client: &Client) -> String {
     let task = client.say(None, "hello").await;
@@ -42,6 +65,9 @@ async fn conversation(client: &Client) -> String {
 
 /// Start `/nap <ms>` in `task` without waiting for it; return once the
 /// plugin has logged that the nap began.
+///
+/// (Each send counts against the rate limit of the test's one address:
+/// tests send as few messages as they can.)
 async fn start_nap(
     server: &PluginServer,
     client: &Client,
@@ -127,11 +153,7 @@ async fn a_plugin_that_exhausts_its_quota_is_busy_while_status_keeps_answering()
     let config = format!("{DEFAULT_CONFIG}\n[plugins.instances]\nper_plugin = 3\nwait_ms = 300\n");
     let server = PluginServer::start(&config, folder.path());
     let alice = server.client("alice");
-    let mut naps = Vec::new();
-    for _ in 0..3 {
-        let id = conversation(&alice).await;
-        naps.push(start_nap(&server, &alice, &id, 60_000).await);
-    }
+    let naps = start_naps(&server, &alice, 3, 60_000).await;
 
     let started = Instant::now();
     let busy = status_text(&alice.say(None, "/nap 10").await);
@@ -161,11 +183,7 @@ async fn the_builtin_plugin_keeps_its_reserve_when_the_shared_instances_are_full
     );
     let server = PluginServer::start(&config, folder.path());
     let alice = server.client("alice");
-    let mut naps = Vec::new();
-    for _ in 0..6 {
-        let id = conversation(&alice).await;
-        naps.push(start_nap(&server, &alice, &id, 60_000).await);
-    }
+    let naps = start_naps(&server, &alice, 6, 60_000).await;
     let busy = status_text(&alice.say(None, "/nap 10").await);
     assert_eq!(
         busy,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::plugin_server::PluginServer;
-use crate::server::support::{Client, DEFAULT_CONFIG, status_text};
+use crate::server::support::{Client, DEFAULT_CONFIG, admin_config, status_text};
 use crate::support::PluginsFolder;
 
 /// 2000-01-01T00:00:00Z, where the sandbox's wall clock starts.
@@ -245,7 +245,11 @@ async fn the_report_plugins_and_the_log_show_what_was_asked_and_granted() {
     let folder = probes();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
     let config_path = dir.path().join("tiny-harness.toml");
-    let config = format!("{DEFAULT_CONFIG}\n[plugins.grants.probe]\nclocks = true\n");
+    // `root` is an admin, with a token: `/plugins` is for admins.
+    let config = format!(
+        "{}\n[plugins.grants.probe]\nclocks = true\n",
+        admin_config()
+    );
     std::fs::write(&config_path, &config).expect("write config");
 
     // The load report of `plugins check`.

@@ -250,7 +250,12 @@ impl PluginComponent {
         room: Room,
         timeout: Duration,
     ) -> Result<LiveInstance, ExecutorFault> {
-        let mut store = new_store(&self.runtime.engine, self.identity.clone(), timeout);
+        let mut store = new_store(
+            &self.runtime.engine,
+            self.identity.clone(),
+            self.runtime.random_request_bytes,
+            timeout,
+        );
         match self.pre.instantiate_async(&mut store).await {
             Ok(instance) => Ok(LiveInstance::new(store, instance, room)),
             Err(err) => Err(fault(&store, err, timeout)),

@@ -16,7 +16,7 @@ use super::cache::ComponentCache;
 use super::capacity::{Capacity, MEMORIES_PER_SLOT, TABLES_PER_SLOT};
 use super::clock::SandboxClocks;
 use super::store::StoreState;
-use crate::plugins::settings::{InstanceLimits, LogLimits};
+use crate::plugins::settings::{DEFAULT_RANDOM_REQUEST_BYTES, InstanceLimits, LogLimits};
 
 /// How often the engine's epoch advances. A guest that runs past its
 /// deadline is stopped within one tick, and a busy guest yields its Tokio
@@ -59,11 +59,23 @@ pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
 }
 
-/// The runtime's bounds (`[plugins.instances]`, `[plugins.logs]`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The runtime's bounds (`[plugins.instances]`, `[plugins.logs]`,
+/// `[plugins] random_request_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuntimeLimits {
     pub instances: InstanceLimits,
     pub logs: LogLimits,
+    pub random_request_bytes: u64,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        RuntimeLimits {
+            instances: InstanceLimits::default(),
+            logs: LogLimits::default(),
+            random_request_bytes: DEFAULT_RANDOM_REQUEST_BYTES,
+        }
+    }
 }
 
 /// The engine, the linker with every host import, the instance accounting
@@ -74,6 +86,8 @@ pub struct WasmRuntime {
     pub(crate) linker: Arc<Linker<StoreState>>,
     pub(crate) cache: ComponentCache,
     pub(crate) capacity: Arc<Capacity>,
+    /// The most one `get-random-bytes` call may ask for.
+    pub(crate) random_request_bytes: u64,
 }
 
 impl WasmRuntime {
@@ -89,6 +103,7 @@ impl WasmRuntime {
         Ok(WasmRuntime {
             cache: ComponentCache::new(config.cache_dir),
             capacity: Arc::new(Capacity::new(limits.instances, limits.logs)),
+            random_request_bytes: limits.random_request_bytes,
             engine,
             linker,
         })

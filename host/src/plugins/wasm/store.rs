@@ -36,11 +36,6 @@ const STDERR_CAPTURE_BYTES: usize = 4096;
 /// exhausting host memory through tables instead of linear memory.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 
-/// The most bytes one `get-random-bytes` call may ask for (wasmtime-wasi
-/// allows 64 MiB, allocated by the host on the guest's say-so). Larger
-/// requests trap; seeding a generator takes 32.
-const MAX_RANDOM_BYTES: u64 = 1 << 20;
-
 /// Who a store runs for: what host imports need to know about the plugin.
 #[derive(Debug)]
 pub struct PluginIdentity {
@@ -137,7 +132,11 @@ impl StoreState {
     /// and its resource table holds handles the guest keeps between calls
     /// (wasi-libc caches its stderr stream), which a rebuilt table would
     /// invalidate.
-    pub(crate) fn new(plugin: Arc<PluginIdentity>) -> Self {
+    ///
+    /// One `get-random-bytes` call may ask for at most `random_request_bytes`
+    /// (`[plugins] random_request_bytes`); wasmtime-wasi would allocate up
+    /// to 64 MiB on the guest's say-so.
+    pub(crate) fn new(plugin: Arc<PluginIdentity>, random_request_bytes: u64) -> Self {
         let stderr = StderrCapture::default();
         let clock = SandboxClock::new(plugin.sandbox.real_clocks);
         let mut wasi = WasiCtxBuilder::new();
@@ -145,7 +144,7 @@ impl StoreState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
-            .max_random_size(MAX_RANDOM_BYTES)
+            .max_random_size(random_request_bytes)
             .wall_clock(clock.clone())
             .monotonic_clock(clock.clone());
         if !plugin.sandbox.real_random {
@@ -227,9 +226,10 @@ impl WasiView for StoreState {
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     plugin: Arc<PluginIdentity>,
+    random_request_bytes: u64,
     timeout: Duration,
 ) -> Store<StoreState> {
-    let mut store = Store::new(engine, StoreState::new(plugin));
+    let mut store = Store::new(engine, StoreState::new(plugin, random_request_bytes));
     // Installed once per store; the deadline it checks is per call.
     store.epoch_deadline_callback(|context| {
         if Instant::now() >= context.data().deadline {
