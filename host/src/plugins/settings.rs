@@ -362,6 +362,10 @@ mod tests {
     fn bad_values_are_named() {
         for (text, expected) in [
             ("[plugins]\ngrant_al = true", "unknown field `grant_al`"),
+            (
+                "[plugins]\nrandom_request_bytes = 0",
+                "plugins.random_request_bytes",
+            ),
             ("[plugins.grants.p]\nclock = true", "unknown field `clock`"),
             ("[plugins.grants.P]\nclocks = true", "plugins.grants.P"),
             (
