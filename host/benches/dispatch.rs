@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 use tiny_harness::commands::{
     CommandRegistry, CommandSpec, Invocation, NativeBody, Outcome, Reply,
 };
-use tiny_harness::plugins::PluginLoader;
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
+use tiny_harness::plugins::{Grants, PluginLoader};
 use tiny_harness::task::{Participant, Role, TaskView};
 
 const BUILTIN_DIR: &str = env!("BUILTIN_PLUGIN_DIR");
@@ -234,7 +234,9 @@ fn body_only(
         json!({"hooks": body}).to_string(),
     )?;
 
+    // `stateless` reuse is a capability the operator grants.
     let loaded = PluginLoader::new(runtime.clone())
+        .with_grants(Grants::all())
         .with_embedded_builtin(false)
         .load(Some(&folder), CommandRegistry::builder());
     anyhow::ensure!(loaded.registry.get(command).is_some(), "{}", loaded.report);

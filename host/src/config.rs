@@ -75,6 +75,9 @@
 //! # cert_file = "server.pem"       # serve https: the certificate chain (PEM) ...
 //! # key_file = "server-key.pem"    # ... and its private key (PEM); both or neither
 //! extra_ca_files = []              # PEM roots for https webhooks and remote executors
+//!
+//! [plugins]                        # grants and plugin bounds: see `plugins::settings`
+//! grant_all = false
 //! ```
 //!
 //! Every limit, what it bounds and the error when it is hit (the README's "Limits" table
@@ -117,6 +120,7 @@ pub use models::{MAX_MODEL_NAME_CHARS, ModelConfig, ModelsConfig, ProviderKind};
 use crate::domain::check_participant_id;
 use crate::model::settings::ModelSettings;
 use crate::outbound::ExtraRoots;
+use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
@@ -179,6 +183,9 @@ pub struct Config {
     pub push: PushConfig,
     /// Outbound TLS.
     pub tls: TlsConfig,
+    /// Plugin capability grants and plugin bounds (instances, logs, files,
+    /// declarations).
+    pub plugins: PluginsConfig,
     /// The gRPC binding.
     pub grpc: GrpcConfig,
     /// The folder of the configuration file it was read from; relative store
@@ -449,6 +456,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             push: PushConfig::default(),
             tls: TlsConfig::default(),
+            plugins: PluginsConfig::default(),
             grpc: GrpcConfig::default(),
             base_dir: None,
             extra_roots: ExtraRoots::default(),
@@ -614,6 +622,9 @@ impl Config {
         self.rate_limit.validate()?;
         self.store.validate()?;
         self.push.validate()?;
+        self.plugins
+            .validate()
+            .map_err(|(key, problem)| invalid(&key, problem))?;
         self.grpc.validate()?;
         self.tls.validate()
     }
@@ -1107,6 +1118,21 @@ mod tests {
             let message = error(text);
             assert!(message.contains(expected), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn the_plugins_section_is_read_and_checked() {
+        let config = Config::from_toml(
+            "[plugins.grants.probe]\nclocks = true\n[plugins.instances]\nper_plugin = 4",
+        )
+        .expect("valid");
+        assert!(config.plugins.grants["probe"].clocks);
+        assert!(!config.plugins.grants["probe"].random);
+        assert_eq!(config.plugins.instances.per_plugin, 4);
+        let message = error("[plugins.instances]\nbuiltin = 0");
+        assert!(message.contains("`plugins.instances.builtin`"), "{message}");
+        let message = error("[plugins.grants.probe]\nnetwork = true");
+        assert!(message.contains("unknown field `network`"), "{message}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tiny_harness::config::{self, Config, Overrides};
 use tiny_harness::model::Models;
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use tiny_harness::plugins::{
-    LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
+    LoadReport, NativeRegistrations, PluginLoader, PluginWatch, PluginsConfig, Reloader,
     register_plugins_command,
 };
 use tiny_harness::server::{self, ServerSettings};
@@ -36,6 +36,15 @@ struct RuntimeArgs {
     /// Compile every component afresh instead of using the disk cache.
     #[arg(long, global = true)]
     no_cache: bool,
+}
+
+/// What the `plugins` commands load with.
+#[derive(Args)]
+struct PluginsArgs {
+    /// The configuration whose `[plugins]` section (grants, limits) applies
+    /// [default: none: nothing is granted, every limit at its default].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -70,6 +79,8 @@ enum PluginsCommand {
         /// The plugins folder.
         #[arg(default_value = "plugins")]
         dir: PathBuf,
+        #[command(flatten)]
+        with: PluginsArgs,
     },
     /// Run one command against a scratch conversation and print the outcome.
     Run {
@@ -83,6 +94,8 @@ enum PluginsCommand {
         /// The sender's role.
         #[arg(long, default_value = "reporter")]
         role: String,
+        #[command(flatten)]
+        with: PluginsArgs,
     },
     /// Complete a partly typed message: command names, then the command's
     /// arguments from its plugin's completion export.
@@ -91,6 +104,8 @@ enum PluginsCommand {
         /// typed so far, e.g. "/gr" or "/greet w".
         #[arg(num_args = 1..=2, required = true, value_names = ["DIR", "TEXT"])]
         args: Vec<String>,
+        #[command(flatten)]
+        with: PluginsArgs,
     },
     /// Scaffold a plugin that builds: manifests, a source file, build.sh,
     /// a README and the WIT contract, in DIR/NAME.
@@ -115,14 +130,19 @@ fn main() -> ExitCode {
     });
     let result = match cli.command {
         Command::Serve(args) => serve(&cli.runtime, args),
-        Command::Plugins(PluginsCommand::Check { dir }) => check(&cli.runtime, &dir),
-        Command::Plugins(PluginsCommand::Run { args, sender, role }) => {
+        Command::Plugins(PluginsCommand::Check { dir, with }) => check(&cli.runtime, &with, &dir),
+        Command::Plugins(PluginsCommand::Run {
+            args,
+            sender,
+            role,
+            with,
+        }) => {
             let (dir, message) = dir_and_text(&args);
-            run(&cli.runtime, &dir, &message, &sender, &role)
+            run(&cli.runtime, &with, &dir, &message, &sender, &role)
         }
-        Command::Plugins(PluginsCommand::Complete { args }) => {
+        Command::Plugins(PluginsCommand::Complete { args, with }) => {
             let (dir, text) = dir_and_text(&args);
-            complete(&cli.runtime, &dir, &text)
+            complete(&cli.runtime, &with, &dir, &text)
         }
         Command::Plugins(PluginsCommand::New { name, lang, dir }) => {
             tiny_harness::scaffold::create(&name, lang, &dir)
@@ -151,15 +171,27 @@ fn init_tracing(default_level: &str) {
         .init();
 }
 
-fn loader(args: &RuntimeArgs) -> anyhow::Result<PluginLoader> {
+fn loader(args: &RuntimeArgs, with: &PluginsArgs) -> anyhow::Result<PluginLoader> {
     let cache_dir = if args.no_cache {
         None
     } else {
         args.cache_dir.clone().or_else(config::default_cache_dir)
     };
-    Ok(PluginLoader::new(WasmRuntime::new(RuntimeConfig {
-        cache_dir,
-    })?))
+    let settings = match &with.config {
+        Some(file) => Config::load(Some(file))?.plugins,
+        None => PluginsConfig::default(),
+    };
+    plugin_loader(cache_dir, &settings)
+}
+
+/// The loader of `[plugins]`: a runtime with its instance and log limits, and
+/// its grants and file and declaration caps.
+fn plugin_loader(
+    cache_dir: Option<PathBuf>,
+    settings: &PluginsConfig,
+) -> anyhow::Result<PluginLoader> {
+    let runtime = WasmRuntime::with_limits(RuntimeConfig { cache_dir }, settings.runtime_limits())?;
+    Ok(PluginLoader::new(runtime).with_settings(settings))
 }
 
 /// `tiny-harness serve`: configuration, plugins, task service, then HTTP until
@@ -207,10 +239,8 @@ struct Plugins {
 
 impl Plugins {
     fn load(config: &Config) -> anyhow::Result<Self> {
-        let loader = PluginLoader::new(WasmRuntime::new(RuntimeConfig {
-            cache_dir: config.cache_dir.clone(),
-        })?)
-        .with_extra_roots(&config.extra_roots);
+        let loader = plugin_loader(config.cache_dir.clone(), &config.plugins)?
+            .with_extra_roots(&config.extra_roots);
         let report = Arc::new(RwLock::new(LoadReport::default()));
         let natives: NativeRegistrations = {
             let report = report.clone();
@@ -354,29 +384,9 @@ async fn shutdown_signal() {
     }
 }
 
-/// Problems as warnings, then what is being served.
+/// Problems as warnings, then what is being served and granted.
 fn log_load_report(report: &LoadReport) {
-    for problem in report.problems() {
-        tracing::warn!("{problem}");
-    }
-    for plugin in &report.plugins {
-        if let PluginStatus::Loaded {
-            version,
-            commands,
-            hooks,
-        } = &plugin.status
-        {
-            let commands: Vec<String> = commands.iter().map(|c| format!("/{c}")).collect();
-            tracing::info!(
-                plugin = %plugin.name,
-                %version,
-                origin = %plugin.origin,
-                commands = %commands.join(" "),
-                hooks = hooks.len(),
-                "plugin loaded"
-            );
-        }
-    }
+    report.log();
 }
 
 /// What the `plugins` commands load: a plugins folder as given, or, when the
@@ -419,9 +429,14 @@ fn dir_and_text(args: &[String]) -> (PathBuf, String) {
     }
 }
 
-fn complete(args: &RuntimeArgs, dir: &Path, text: &str) -> anyhow::Result<ExitCode> {
+fn complete(
+    args: &RuntimeArgs,
+    with: &PluginsArgs,
+    dir: &Path,
+    text: &str,
+) -> anyhow::Result<ExitCode> {
     let folder = dir.is_dir().then(|| PluginsFolder::at(dir)).transpose()?;
-    let loaded = loader(args)?.load(
+    let loaded = loader(args, with)?.load(
         folder.as_ref().map(PluginsFolder::path),
         CommandRegistry::builder(),
     );
@@ -435,12 +450,12 @@ fn complete(args: &RuntimeArgs, dir: &Path, text: &str) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(args: &RuntimeArgs, dir: &Path) -> anyhow::Result<ExitCode> {
+fn check(args: &RuntimeArgs, with: &PluginsArgs, dir: &Path) -> anyhow::Result<ExitCode> {
     if !dir.is_dir() {
         anyhow::bail!("plugins folder {} does not exist", dir.display());
     }
     let folder = PluginsFolder::at(dir)?;
-    let loaded = loader(args)?.load(Some(folder.path()), CommandRegistry::builder());
+    let loaded = loader(args, with)?.load(Some(folder.path()), CommandRegistry::builder());
     println!("{}", loaded.report);
     Ok(if loaded.report.has_problems() {
         ExitCode::FAILURE
@@ -451,6 +466,7 @@ fn check(args: &RuntimeArgs, dir: &Path) -> anyhow::Result<ExitCode> {
 
 fn run(
     args: &RuntimeArgs,
+    with: &PluginsArgs,
     dir: &Path,
     message: &str,
     sender: &str,
@@ -458,7 +474,7 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     let role: Role = role.parse().map_err(anyhow::Error::msg)?;
     let folder = dir.is_dir().then(|| PluginsFolder::at(dir)).transpose()?;
-    let loaded = loader(args)?.load(
+    let loaded = loader(args, with)?.load(
         folder.as_ref().map(PluginsFolder::path),
         CommandRegistry::builder(),
     );

@@ -11,6 +11,7 @@ mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
+mod plugin_server;
 mod providers;
 mod remote_executors;
 mod scaffold;

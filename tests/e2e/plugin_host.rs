@@ -537,7 +537,7 @@ async fn compiled_components_are_cached_on_disk_and_a_corrupt_cache_entry_is_rec
 mod instance_reuse {
     use serde_json::{Value, json};
     use tiny_harness::commands::{CommandFailure, CommandRegistry, Outcome};
-    use tiny_harness::plugins::PluginStatus;
+    use tiny_harness::plugins::{Grants, PluginStatus};
     use tiny_harness::task::TaskView;
 
     use crate::support::{PluginsFolder, reporter};
@@ -558,7 +558,9 @@ mod instance_reuse {
             manifest.to_string(),
         )
         .expect("write plugin.json");
-        let loaded = folder.load();
+        // Reuse across tasks (`stateless`) is a capability: granted here,
+        // so these tests see the pool's own rules.
+        let loaded = folder.load_with(Grants::all());
         assert!(!loaded.report.has_problems(), "{}", loaded.report);
         loaded.registry
     }
@@ -618,6 +620,32 @@ mod instance_reuse {
     async fn stateless_instances_are_reused_across_tasks() {
         let registry = counter_with(json!({"reuse": "stateless"}));
         assert_eq!(counts(&registry, &["a", "b", "c", "a"]).await, [1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn stateless_without_a_grant_runs_per_task_and_says_so() {
+        let folder = PluginsFolder::new().with_fixture("counter");
+        std::fs::write(
+            folder.path().join("counter/plugin.json"),
+            json!({"name": "counter", "version": "0.1.0", "instances": {"reuse": "stateless"}})
+                .to_string(),
+        )
+        .expect("write plugin.json");
+        let loaded = folder.load();
+        assert!(!loaded.report.has_problems(), "a note, not a problem");
+        let report = loaded.report.plugin("counter").expect("loaded");
+        assert_eq!(
+            report.capabilities.summary(),
+            "asked reuse_across_tasks; granted nothing; not granted reuse_across_tasks"
+        );
+        assert!(
+            report.notes.iter().any(|note| note.contains(
+                "its `stateless` instances run `per-task` instead; grant it with [plugins.grants.counter] reuse_across_tasks = true"
+            )),
+            "{:?}",
+            report.notes
+        );
+        assert_eq!(counts(&loaded.registry, &["a", "b", "a"]).await, [1, 1, 2]);
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use tiny_harness::commands::{CommandFailure, CommandRegistry, Outcome};
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
-use tiny_harness::plugins::{Loaded, PluginLoader};
+use tiny_harness::plugins::{Grants, Loaded, PluginLoader};
 use tiny_harness::task::{Participant, Role, TaskView};
 
 /// The folder holding the fixture sources and manifests.
@@ -25,6 +25,8 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
         "greeter" => env!("FIXTURE_GREETER_WASM"),
         "counter" => env!("FIXTURE_COUNTER_WASM"),
         "sleeper" => env!("FIXTURE_SLEEPER_WASM"),
+        "probe" => env!("FIXTURE_PROBE_WASM"),
+        "flooder" => env!("FIXTURE_FLOODER_WASM"),
         "amplifier" => env!("FIXTURE_AMPLIFIER_WASM"),
         other => panic!("no fixture plugin called {other}"),
     })
@@ -112,7 +114,14 @@ impl PluginsFolder {
     }
 
     pub fn load(&self) -> Loaded {
-        PluginLoader::new(runtime()).load(Some(self.path()), CommandRegistry::builder())
+        self.load_with(Grants::default())
+    }
+
+    /// Load with the operator's `grants`.
+    pub fn load_with(&self, grants: Grants) -> Loaded {
+        PluginLoader::new(runtime())
+            .with_grants(grants)
+            .load(Some(self.path()), CommandRegistry::builder())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tiny_harness::commands::{CommandFailure, CommandRegistry, Outcome};
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
-use tiny_harness::plugins::{PluginLoader, PluginStatus};
+use tiny_harness::plugins::{Grant, Grants, PluginLoader, PluginStatus};
 use tiny_harness::task::{Participant, Role, TaskView};
 
 /// One engine for the whole test binary, with a compile cache under the
@@ -59,10 +59,20 @@ impl Example {
                 .unwrap_or_else(|e| panic!("copy {lang}/{file}: {e}"));
         }
 
-        let loaded =
-            PluginLoader::new(runtime()).load(Some(folder.path()), CommandRegistry::builder());
-        assert!(!loaded.report.has_problems(), "{lang}:\n{}", loaded.report);
         let name = format!("example-{lang}");
+        // `/dice` asks for real randomness; the operator grants it.
+        let mut grants = Grants::default();
+        grants.per_plugin.insert(
+            name.clone(),
+            Grant {
+                random: true,
+                ..Grant::default()
+            },
+        );
+        let loaded = PluginLoader::new(runtime())
+            .with_grants(grants)
+            .load(Some(folder.path()), CommandRegistry::builder());
+        assert!(!loaded.report.has_problems(), "{lang}:\n{}", loaded.report);
         let plugin = loaded
             .report
             .plugin(&name)

@@ -71,6 +71,10 @@ pub enum ExecutorFault {
     BadAnswer(String),
     #[error("failed: {0}")]
     Failed(String),
+    /// No instance was free within the wait (the plugin's quota, or the
+    /// engine's room, was in use); nothing ran.
+    #[error("is busy: {0}")]
+    Busy(String),
 }
 
 /// What the harness itself says about one executor call. Unlike the

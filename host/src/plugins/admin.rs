@@ -1,4 +1,6 @@
-//! `/plugins`: the current load report, for admins, over any A2A client.
+//! `/plugins`: the current load report, for admins, over any A2A client:
+//! what each plugin serves, what it asked for and was granted, its notes
+//! and its problems.
 //!
 //! The report lives in the host, which a sandboxed component cannot see, so
 //! this body is native Rust that the harness registers in every generation
@@ -8,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::json;
 
+use super::grants::Capability;
 use super::report::{LoadReport, PluginStatus};
 use crate::commands::{
     CommandError, CommandSpec, Invocation, NativeBody, Outcome, RegistryBuilder, Reply,
@@ -47,12 +50,21 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
                 } => ("loaded", Some(version), commands.clone()),
                 PluginStatus::Rejected { .. } => ("rejected", None, Vec::new()),
             };
+            let keys = |capabilities: &[Capability]| {
+                capabilities.iter().map(|c| c.key()).collect::<Vec<_>>()
+            };
             json!({
                 "name": plugin.name,
                 "origin": plugin.origin.to_string(),
                 "status": status,
                 "version": version,
                 "commands": commands,
+                "capabilities": {
+                    "asked": keys(&plugin.capabilities.asked),
+                    "granted": keys(&plugin.capabilities.granted),
+                    "denied": keys(&plugin.capabilities.denied),
+                },
+                "notes": plugin.notes,
                 "problems": plugin_problems(plugin),
             })
         })

@@ -6,7 +6,10 @@
 //! skipped with its reason and the rest loads; paths stay inside the plugin
 //! root; a command name two plugins declare is reported and the first
 //! declaration kept, never silently shadowed. The built-in plugin always
-//! loads first.
+//! loads first. Every file is read through `root.rs`'s safe path, within
+//! its size cap; a plugin declares at most `[plugins.declarations]`
+//! commands and hooks; it gets the capabilities it asks for only as far as
+//! the operator grants them (`grants.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,11 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::embedded::BUILTIN;
+use super::grants::{Capability, Decision, Grants};
 use super::manifest::{self, ExecutorSource, HookDeclaration, ManifestError, PluginManifest};
 use super::report::{LoadReport, PluginOrigin, PluginReport, PluginStatus};
-use super::root::PluginRoot;
+use super::root::{FileKind, PluginRoot};
+use super::settings::{DeclarationLimits, FileLimits, PluginsConfig};
 use super::wasm::{
-    PluginComponent, PluginIdentity, WasmCommandBody, WasmCompleter, WasmHookExecutor, WasmRuntime,
+    PluginComponent, PluginIdentity, Reuse, SANDBOX_EPOCH_SECS, Sandbox, WasmCommandBody,
+    WasmCompleter, WasmHookExecutor, WasmRuntime,
 };
 use crate::commands::{BodyExecutor, CommandRegistry, MAX_TIMEOUT, RegistryBuilder};
 use crate::hooks::{
@@ -37,6 +43,9 @@ pub struct PluginLoader {
     runtime: WasmRuntime,
     http: reqwest::Client,
     embedded_builtin: bool,
+    grants: Grants,
+    files: FileLimits,
+    declarations: DeclarationLimits,
 }
 
 /// The result of a load: the registry to serve and the report to show.
@@ -59,7 +68,36 @@ impl PluginLoader {
             runtime,
             http: http_client(&ExtraRoots::default()),
             embedded_builtin: true,
+            grants: Grants::default(),
+            files: FileLimits::default(),
+            declarations: DeclarationLimits::default(),
         }
+    }
+
+    /// Apply `[plugins]`: the operator's grants and the file and
+    /// declaration caps. (Instance and log limits belong to the runtime:
+    /// [`WasmRuntime::with_limits`].)
+    pub fn with_settings(mut self, settings: &PluginsConfig) -> Self {
+        self.grants = settings.grants();
+        self.files = settings.files;
+        self.declarations = settings.declarations;
+        self
+    }
+
+    /// The largest file the loader reads, of any kind.
+    pub(crate) fn largest_file(&self) -> u64 {
+        let files = &self.files;
+        files
+            .plugin_json_bytes
+            .max(files.commands_json_bytes)
+            .max(files.hooks_json_bytes)
+            .max(files.component_bytes)
+    }
+
+    /// Grant capabilities (default: none).
+    pub fn with_grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
     }
 
     /// Trust `extra_roots` (on top of the system's) for remote executors
@@ -91,7 +129,7 @@ impl PluginLoader {
                         .collect();
                     paths.sort();
                     for path in paths {
-                        match read_candidate(&path) {
+                        match self.read_candidate(&path) {
                             Ok(candidate) => candidates.push(candidate),
                             Err(rejected) => report.plugins.push(*rejected),
                         }
@@ -105,7 +143,7 @@ impl PluginLoader {
             }
         }
         if self.embedded_builtin && !candidates.iter().any(|c| c.manifest.name == BUILTIN) {
-            match embedded_candidate() {
+            match self.embedded_candidate() {
                 Ok(candidate) => candidates.push(candidate),
                 Err(rejected) => report.plugins.push(*rejected),
             }
@@ -117,7 +155,7 @@ impl PluginLoader {
         // Declare every command before any hook, so a plugin may serve or
         // override a command another plugin declares, whatever their order.
         for candidate in &mut candidates {
-            declare_commands(candidate, &mut builder);
+            self.declare_commands(candidate, &mut builder);
         }
         for candidate in &mut candidates {
             self.add_hooks(candidate, &mut builder);
@@ -151,12 +189,19 @@ impl PluginLoader {
     }
 
     fn add_hooks(&self, candidate: &mut Candidate, builder: &mut RegistryBuilder) {
-        let text = match candidate.root.read_manifest("hooks.json") {
+        let text = match candidate
+            .root
+            .read_manifest(FileKind::HooksJson, &self.files)
+        {
             Ok(Some(text)) => text,
             Ok(None) => return,
             Err(reason) => return candidate.report.skip("hooks.json", reason),
         };
-        let entries = match manifest::parse_hooks(&text) {
+        let entries = match manifest::parse_hooks(&text).and_then(|entries| {
+            let allowed = self.declarations.hooks;
+            manifest::check_entry_count(entries.len(), allowed, "hooks", "hooks")?;
+            Ok(entries)
+        }) {
             Ok(entries) => entries,
             Err(reason) => return candidate.report.skip("hooks.json", reason),
         };
@@ -286,8 +331,8 @@ impl ComponentSet {
         self.loaded
             .entry(path.to_owned())
             .or_insert_with(|| {
-                let bytes = candidate.root.read_component(path)?;
-                PluginComponent::load(&loader.runtime, candidate.identity.clone(), &bytes)
+                let bytes = candidate.root.read_component(path, &loader.files)?;
+                PluginComponent::load(&loader.runtime, candidate.identity.clone(), path, &bytes)
                     .map(Arc::new)
                     .map_err(|err| format!("component `{path}` {err}"))
             })
@@ -295,52 +340,153 @@ impl ComponentSet {
     }
 }
 
-fn read_candidate(dir: &Path) -> Result<Candidate, Box<PluginReport>> {
-    let dir_name = dir
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let origin = PluginOrigin::Directory(dir.to_owned());
-    let reject =
-        |reason: String| Box::new(PluginReport::rejected(&dir_name, origin.clone(), reason));
-    let canonical = dir
-        .canonicalize()
-        .map_err(|err| reject(format!("the plugin directory cannot be resolved: {err}")))?;
-    let root = PluginRoot::Directory(canonical);
-    let text = match root.read_manifest("plugin.json") {
-        Ok(Some(text)) => text,
-        Ok(None) => return Err(reject(ManifestError::Missing.to_string())),
-        Err(reason) => return Err(reject(ManifestError::Unreadable(reason).to_string())),
-    };
-    let manifest = PluginManifest::parse(&text).map_err(|err| reject(err.to_string()))?;
-    Ok(candidate(root, manifest, origin))
-}
+impl PluginLoader {
+    fn read_candidate(&self, dir: &Path) -> Result<Candidate, Box<PluginReport>> {
+        let dir_name = dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let origin = PluginOrigin::Directory(dir.to_owned());
+        let reject =
+            |reason: String| Box::new(PluginReport::rejected(&dir_name, origin.clone(), reason));
+        let canonical = dir
+            .canonicalize()
+            .map_err(|err| reject(format!("the plugin directory cannot be resolved: {err}")))?;
+        let root = PluginRoot::Directory(canonical);
+        let text = match root.read_manifest(FileKind::PluginJson, &self.files) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Err(reject(ManifestError::Missing.to_string())),
+            Err(reason) => return Err(reject(ManifestError::Unreadable(reason).to_string())),
+        };
+        let manifest = PluginManifest::parse(&text).map_err(|err| reject(err.to_string()))?;
+        Ok(self.candidate(root, manifest, origin))
+    }
 
-fn embedded_candidate() -> Result<Candidate, Box<PluginReport>> {
-    let origin = PluginOrigin::Embedded;
-    let manifest = PluginManifest::parse(super::embedded::PLUGIN_JSON).map_err(|err| {
-        Box::new(PluginReport::rejected(
-            BUILTIN,
-            origin.clone(),
-            err.to_string(),
-        ))
-    })?;
-    Ok(candidate(PluginRoot::Embedded, manifest, origin))
-}
+    fn embedded_candidate(&self) -> Result<Candidate, Box<PluginReport>> {
+        let origin = PluginOrigin::Embedded;
+        let manifest = PluginManifest::parse(super::embedded::PLUGIN_JSON).map_err(|err| {
+            Box::new(PluginReport::rejected(
+                BUILTIN,
+                origin.clone(),
+                err.to_string(),
+            ))
+        })?;
+        Ok(self.candidate(PluginRoot::Embedded, manifest, origin))
+    }
 
-fn candidate(root: PluginRoot, manifest: PluginManifest, origin: PluginOrigin) -> Candidate {
-    let identity = Arc::new(PluginIdentity {
-        name: manifest.name.clone(),
-        config: manifest.config.clone(),
-        memory_bytes: manifest.limits.memory_bytes(),
-        instances: manifest.instances.policy(),
-    });
-    let report = PluginReport::loaded(&manifest.name, origin, manifest.version.to_string());
-    Candidate {
-        root,
-        manifest,
-        identity,
-        report,
+    /// A plugin about to load: what it gets of what it asks for, and the
+    /// identity its instances run with.
+    fn candidate(
+        &self,
+        root: PluginRoot,
+        manifest: PluginManifest,
+        origin: PluginOrigin,
+    ) -> Candidate {
+        let name = &manifest.name;
+        let decision = self.grants.decide(name, &manifest.requested_capabilities());
+        let mut instances = manifest.instances.policy();
+        if instances.reuse == Reuse::Stateless && !decision.has(Capability::ReuseAcrossTasks) {
+            instances.reuse = Reuse::PerTask;
+        }
+        let identity = Arc::new(PluginIdentity {
+            name: name.clone(),
+            config: manifest.config.clone(),
+            memory_bytes: manifest.limits.memory_bytes(),
+            instances,
+            sandbox: Sandbox {
+                real_clocks: decision.has(Capability::Clocks),
+                real_random: decision.has(Capability::Random),
+            },
+            share: self.runtime.capacity.share(name),
+        });
+        let mut report = PluginReport::loaded(name, origin, manifest.version.to_string());
+        report.notes = self.notes(name, &decision);
+        report.capabilities = decision;
+        Candidate {
+            root,
+            manifest,
+            identity,
+            report,
+        }
+    }
+
+    /// What the operator should know about `plugin`'s capabilities: each one
+    /// it asked for and was not granted (how it runs instead, and how to
+    /// grant it), and each one granted that it does not ask for.
+    fn notes(&self, plugin: &str, decision: &Decision) -> Vec<String> {
+        let mut notes: Vec<String> = decision
+            .denied
+            .iter()
+            .map(|capability| {
+                let instead = match capability {
+                    Capability::Clocks => format!(
+                        "it reads the sandbox's virtual clock (wall time {SANDBOX_EPOCH_SECS} s after the Unix epoch, 2000-01-01, plus the time it has waited)"
+                    ),
+                    Capability::Random => {
+                        "it reads random bytes from streams seeded by its name (the same in every fresh instance)".to_owned()
+                    }
+                    Capability::ReuseAcrossTasks => {
+                        "its `stateless` instances run `per-task` instead".to_owned()
+                    }
+                };
+                format!(
+                    "{capability} not granted: {instead}; grant it with [plugins.grants.{plugin}] {capability} = true"
+                )
+            })
+            .collect();
+        if let Some(grant) = self.grants.per_plugin.get(plugin) {
+            for capability in Capability::ALL {
+                let granted = match capability {
+                    Capability::Clocks => grant.clocks,
+                    Capability::Random => grant.random,
+                    Capability::ReuseAcrossTasks => grant.reuse_across_tasks,
+                };
+                if granted && !decision.asked.contains(&capability) {
+                    notes.push(format!(
+                        "[plugins.grants.{plugin}] grants {capability}, which the plugin does not ask for, so it does not get it"
+                    ));
+                }
+            }
+        }
+        notes
+    }
+
+    fn declare_commands(&self, candidate: &mut Candidate, builder: &mut RegistryBuilder) {
+        let text = match candidate
+            .root
+            .read_manifest(FileKind::CommandsJson, &self.files)
+        {
+            Ok(Some(text)) => text,
+            Ok(None) => return,
+            Err(reason) => return candidate.report.skip("commands.json", reason),
+        };
+        let entries = match manifest::parse_commands(&text).and_then(|entries| {
+            let allowed = self.declarations.commands;
+            manifest::check_entry_count(entries.len(), allowed, "commands", "commands")?;
+            Ok(entries)
+        }) {
+            Ok(entries) => entries,
+            Err(reason) => return candidate.report.skip("commands.json", reason),
+        };
+        for (label, reason) in entries.invalid {
+            candidate.report.skip(format!("command `{label}`"), reason);
+        }
+        for spec in entries.valid {
+            let name = spec.name.clone();
+            let declared = manifest::check_command_size(&spec, &self.declarations).and_then(|()| {
+                builder
+                    .declare(spec, &candidate.manifest.name)
+                    .map_err(|err| err.to_string())
+            });
+            match declared {
+                Ok(()) => {
+                    if let PluginStatus::Loaded { commands, .. } = &mut candidate.report.status {
+                        commands.push(name);
+                    }
+                }
+                Err(err) => candidate.report.skip(format!("command /{name}"), err),
+            }
+        }
     }
 }
 
@@ -366,32 +512,6 @@ fn reject_duplicate_names(candidates: Vec<Candidate>, report: &mut LoadReport) -
         }
     }
     kept
-}
-
-fn declare_commands(candidate: &mut Candidate, builder: &mut RegistryBuilder) {
-    let text = match candidate.root.read_manifest("commands.json") {
-        Ok(Some(text)) => text,
-        Ok(None) => return,
-        Err(reason) => return candidate.report.skip("commands.json", reason),
-    };
-    let entries = match manifest::parse_commands(&text) {
-        Ok(entries) => entries,
-        Err(reason) => return candidate.report.skip("commands.json", reason),
-    };
-    for (label, reason) in entries.invalid {
-        candidate.report.skip(format!("command `{label}`"), reason);
-    }
-    for spec in entries.valid {
-        let name = spec.name.clone();
-        match builder.declare(spec, &candidate.manifest.name) {
-            Ok(()) => {
-                if let PluginStatus::Loaded { commands, .. } = &mut candidate.report.status {
-                    commands.push(name);
-                }
-            }
-            Err(err) => candidate.report.skip(format!("command /{name}"), err),
-        }
-    }
 }
 
 /// hooks.json's `timeout_ms`, else the served command's, else the default.

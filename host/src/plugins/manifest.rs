@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::grants::{Capability, CapabilityRequest, requested};
+use super::settings::DeclarationLimits;
 use super::wasm::{
     DEFAULT_MAX_INVOCATIONS, DEFAULT_MEMORY_BYTES, DEFAULT_POOL_SIZE, InstancePolicy,
     MAX_MEMORY_BYTES, MAX_POOL_SIZE, Reuse,
@@ -27,6 +29,10 @@ pub struct PluginManifest {
     pub limits: Limits,
     #[serde(default)]
     pub instances: Instances,
+    /// What the plugin asks for beyond the sandbox's defaults; the operator
+    /// must grant each (see `grants.rs`).
+    #[serde(default)]
+    pub capabilities: CapabilityRequest,
 }
 
 /// Resource limits for every instance of the plugin's components.
@@ -83,6 +89,12 @@ pub enum ManifestError {
 }
 
 impl PluginManifest {
+    /// Everything the plugin asks for: its `capabilities`, and reuse across
+    /// tasks when its instances are `stateless`.
+    pub fn requested_capabilities(&self) -> Vec<Capability> {
+        requested(&self.capabilities, self.instances.reuse == Reuse::Stateless)
+    }
+
     pub fn parse(text: &str) -> Result<Self, ManifestError> {
         let manifest: PluginManifest =
             serde_json::from_str(text).map_err(|err| ManifestError::Invalid(err.to_string()))?;
@@ -206,6 +218,17 @@ pub fn parse_entries<T: serde::de::DeserializeOwned>(
     Ok(entries)
 }
 
+impl<T> Entries<T> {
+    /// How many entries the file has, good or bad.
+    pub fn len(&self) -> usize {
+        self.valid.len() + self.invalid.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// commands.json entries.
 pub fn parse_commands(text: &str) -> Result<Entries<CommandSpec>, String> {
     parse_entries(text, "commands")
@@ -214,6 +237,67 @@ pub fn parse_commands(text: &str) -> Result<Entries<CommandSpec>, String> {
 /// hooks.json entries.
 pub fn parse_hooks(text: &str) -> Result<Entries<HookDeclaration>, String> {
     parse_entries(text, "hooks")
+}
+
+/// A file that declares more entries than a plugin may: refused whole,
+/// since which ones to keep would be a guess.
+pub fn check_entry_count(
+    declared: usize,
+    allowed: usize,
+    what: &str,
+    key: &str,
+) -> Result<(), String> {
+    if declared > allowed {
+        return Err(format!(
+            "declares {declared} {what}, more than the {allowed} a plugin may ([plugins.declarations] {key})"
+        ));
+    }
+    Ok(())
+}
+
+/// A command declaration within the sizes the agent card can afford to
+/// serve to anyone: its description, usage line and arguments.
+pub fn check_command_size(spec: &CommandSpec, limits: &DeclarationLimits) -> Result<(), String> {
+    let too_long = |what: &str, len: usize, allowed: usize, key: &str| {
+        format!(
+            "its {what} is {len} bytes, more than the {allowed} allowed ([plugins.declarations] {key})"
+        )
+    };
+    if spec.description.len() > limits.description_bytes {
+        return Err(too_long(
+            "description",
+            spec.description.len(),
+            limits.description_bytes,
+            "description_bytes",
+        ));
+    }
+    if spec.usage.len() > limits.usage_bytes {
+        return Err(too_long(
+            "usage",
+            spec.usage.len(),
+            limits.usage_bytes,
+            "usage_bytes",
+        ));
+    }
+    if spec.arguments.len() > limits.arguments {
+        return Err(format!(
+            "it declares {} arguments, more than the {} allowed ([plugins.declarations] arguments)",
+            spec.arguments.len(),
+            limits.arguments
+        ));
+    }
+    for argument in &spec.arguments {
+        let description = argument.description.as_deref().unwrap_or("");
+        if description.len() > limits.description_bytes {
+            return Err(too_long(
+                &format!("argument `{}`'s description", argument.name),
+                description.len(),
+                limits.description_bytes,
+                "description_bytes",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

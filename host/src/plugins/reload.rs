@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::loader::{Loaded, PluginLoader};
 use super::report::{LoadReport, PluginOrigin, PluginReport, PluginStatus};
+use super::root::copy_regular;
 use crate::commands::{CommandRegistry, Registries, RegistryBuilder};
 
 /// Builds the native part of every generation (commands and hooks
@@ -167,7 +168,7 @@ impl Reloader {
                 .path()
                 .join(format!("{}", self.generation))
                 .join(&folder);
-            match copy_dir(source, &copy) {
+            match copy_dir(source, &copy, self.loader.largest_file()) {
                 Ok(()) => {
                     let staged = Staged { copy, fingerprint };
                     if let Some(old) = self.last_good.insert(folder, staged) {
@@ -296,17 +297,19 @@ fn kept_previous(report: &LoadReport) -> Vec<String> {
         .collect()
 }
 
-/// Copy a plugin folder (manifests and components; nested folders too).
-fn copy_dir(source: &Path, target: &Path) -> std::io::Result<()> {
+/// Copy a plugin folder (manifests and components; nested folders too):
+/// regular files of at most `cap` bytes, read as the loader reads them, so
+/// staging a copy can neither hang on a FIFO nor copy without bound.
+fn copy_dir(source: &Path, target: &Path, cap: u64) -> std::io::Result<()> {
     std::fs::create_dir_all(target)?;
     for entry in std::fs::read_dir(source)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         let to = target.join(entry.file_name());
         if kind.is_dir() {
-            copy_dir(&entry.path(), &to)?;
+            copy_dir(&entry.path(), &to, cap)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), to)?;
+            copy_regular(&entry.path(), &to, cap)?;
         }
     }
     Ok(())

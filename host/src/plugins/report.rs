@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::grants::Decision;
+
 /// Where a plugin came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PluginOrigin {
@@ -50,6 +52,11 @@ pub struct PluginReport {
     pub origin: PluginOrigin,
     pub status: PluginStatus,
     pub skipped: Vec<Skipped>,
+    /// What it asked for and was granted (loaded plugins only).
+    pub capabilities: Decision,
+    /// What the operator should know that is not a problem: a capability
+    /// asked for and not granted, say, and how the plugin runs without it.
+    pub notes: Vec<String>,
 }
 
 impl PluginReport {
@@ -63,6 +70,8 @@ impl PluginReport {
                 hooks: Vec::new(),
             },
             skipped: Vec::new(),
+            capabilities: Decision::default(),
+            notes: Vec::new(),
         }
     }
 
@@ -72,6 +81,8 @@ impl PluginReport {
             origin,
             status: PluginStatus::Rejected { reason },
             skipped: Vec::new(),
+            capabilities: Decision::default(),
+            notes: Vec::new(),
         }
     }
 
@@ -123,6 +134,40 @@ impl LoadReport {
     }
 }
 
+impl LoadReport {
+    /// Write the report to the log: problems as warnings, then each loaded
+    /// plugin with what it serves, what it asked for and was granted, and
+    /// its notes.
+    pub fn log(&self) {
+        for problem in self.problems() {
+            tracing::warn!("{problem}");
+        }
+        for plugin in &self.plugins {
+            let PluginStatus::Loaded {
+                version,
+                commands,
+                hooks,
+            } = &plugin.status
+            else {
+                continue;
+            };
+            let commands: Vec<String> = commands.iter().map(|c| format!("/{c}")).collect();
+            tracing::info!(
+                plugin = %plugin.name,
+                %version,
+                origin = %plugin.origin,
+                commands = %commands.join(" "),
+                hooks = hooks.len(),
+                capabilities = %plugin.capabilities.summary(),
+                "plugin loaded"
+            );
+            for note in &plugin.notes {
+                tracing::info!(plugin = %plugin.name, "{note}");
+            }
+        }
+    }
+}
+
 impl fmt::Display for LoadReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for plugin in &self.plugins {
@@ -148,6 +193,7 @@ impl fmt::Display for LoadReport {
                         plugin.origin,
                         hooks.len()
                     )?;
+                    writeln!(f, "  capabilities: {}", plugin.capabilities.summary())?;
                 }
                 PluginStatus::Rejected { reason } => {
                     writeln!(f, "REJECTED  {} ({}): {reason}", plugin.name, plugin.origin)?;
@@ -155,6 +201,9 @@ impl fmt::Display for LoadReport {
             }
             for skipped in &plugin.skipped {
                 writeln!(f, "  skipped {}: {}", skipped.what, skipped.reason)?;
+            }
+            for note in &plugin.notes {
+                writeln!(f, "  note: {note}")?;
             }
         }
         let rejected = self.plugins.iter().filter(|p| p.is_rejected()).count();

@@ -80,14 +80,11 @@ fn is_change(event: &notify::Event) -> bool {
 }
 
 fn log_outcome(outcome: &super::reload::ReloadOutcome) {
-    let problems = outcome.report.problems();
     tracing::info!(
         took_ms = outcome.took.as_millis() as u64,
         plugins = outcome.report.plugins.len(),
-        problems = problems.len(),
+        problems = outcome.report.problems().len(),
         "plugins reloaded"
     );
-    for problem in problems {
-        tracing::warn!("{problem}");
-    }
+    outcome.report.log();
 }

@@ -5,5 +5,6 @@
 mod connections;
 mod database_lock;
 mod outcomes;
+mod plugins;
 mod requests;
 mod webhooks;

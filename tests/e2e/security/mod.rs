@@ -6,3 +6,4 @@ mod identity;
 mod origin;
 mod rate_limit;
 mod roles;
+mod sandbox;

@@ -1,5 +1,6 @@
-//! The one wasmtime engine and linker every plugin shares, and the epoch
-//! ticker that turns wall-clock deadlines into interrupts.
+//! The one wasmtime engine and linker every plugin shares, the accounting of
+//! its instance slots (`capacity.rs`), and the epoch ticker that turns
+//! wall-clock deadlines into interrupts.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,7 +13,10 @@ use wasmtime::{
 
 use super::bindings::Plugin;
 use super::cache::ComponentCache;
+use super::capacity::{Capacity, MEMORIES_PER_SLOT, TABLES_PER_SLOT};
+use super::clock::SandboxClocks;
 use super::store::StoreState;
+use crate::plugins::settings::{DEFAULT_RANDOM_REQUEST_BYTES, InstanceLimits, LogLimits};
 
 /// How often the engine's epoch advances. A guest that runs past its
 /// deadline is stopped within one tick, and a busy guest yields its Tokio
@@ -29,10 +33,18 @@ pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
 /// while stopping a runaway allocation quickly.
 pub const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
 
-/// How many instances may be alive at once across all plugins: calls in
-/// flight plus idle warm instances (at most `pool::MAX_POOL_SIZE` per
-/// component). Slots are address-space reservations, not committed memory.
-const POOL_INSTANCES: u32 = 1000;
+/// Core instances one component may create. Interpreted-language runtimes
+/// (Python, JS) are components of many core instances with large function
+/// tables. Core instances take no pool slot of their own (the allocator only
+/// counts them), so the engine allows this many per component slot and the
+/// count never binds before the slots do.
+const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 64;
+
+/// Memories one component may define; see `capacity::Cost`.
+pub(crate) const MAX_MEMORIES_PER_COMPONENT: u32 = 8;
+
+/// Tables one component may define.
+pub(crate) const MAX_TABLES_PER_COMPONENT: u32 = 32;
 
 /// Linear memory kept resident (and reset in place) per warm pool slot.
 const KEEP_RESIDENT_BYTES: usize = 4 << 20;
@@ -47,39 +59,74 @@ pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
 }
 
-/// The engine, the linker with every host import, and the compile cache.
-/// Built once; cloning is cheap.
+/// The runtime's bounds (`[plugins.instances]`, `[plugins.logs]`,
+/// `[plugins] random_request_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeLimits {
+    pub instances: InstanceLimits,
+    pub logs: LogLimits,
+    pub random_request_bytes: u64,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        RuntimeLimits {
+            instances: InstanceLimits::default(),
+            logs: LogLimits::default(),
+            random_request_bytes: DEFAULT_RANDOM_REQUEST_BYTES,
+        }
+    }
+}
+
+/// The engine, the linker with every host import, the instance accounting
+/// and the compile cache. Built once; cloning is cheap.
 #[derive(Clone)]
 pub struct WasmRuntime {
     pub(crate) engine: Engine,
     pub(crate) linker: Arc<Linker<StoreState>>,
     pub(crate) cache: ComponentCache,
+    pub(crate) capacity: Arc<Capacity>,
+    /// The most one `get-random-bytes` call may ask for.
+    pub(crate) random_request_bytes: u64,
 }
 
 impl WasmRuntime {
+    /// A runtime with the default limits.
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
-        let engine = Engine::new(&engine_config())?;
+        Self::with_limits(config, RuntimeLimits::default())
+    }
+
+    pub fn with_limits(config: RuntimeConfig, limits: RuntimeLimits) -> anyhow::Result<Self> {
+        let engine = Engine::new(&engine_config(&limits.instances))?;
         let linker = Arc::new(build_linker(&engine)?);
         spawn_epoch_ticker(engine.weak())?;
         Ok(WasmRuntime {
             cache: ComponentCache::new(config.cache_dir),
+            capacity: Arc::new(Capacity::new(limits.instances, limits.logs)),
+            random_request_bytes: limits.random_request_bytes,
             engine,
             linker,
         })
     }
 }
 
-fn engine_config() -> Config {
+/// The pooling allocator's slots: `limits.total` component instances, and
+/// per instance room for [`MEMORIES_PER_SLOT`] memories and
+/// [`TABLES_PER_SLOT`] tables. `Capacity` hands these out; wasmtime never
+/// sees an instantiation it has no slot for.
+fn engine_config(limits: &InstanceLimits) -> Config {
+    let total = limits.total;
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(POOL_INSTANCES)
-        .total_core_instances(POOL_INSTANCES * 4)
-        .total_memories(POOL_INSTANCES * 2)
-        .total_tables(POOL_INSTANCES * 4)
-        // Interpreted-language runtimes (Python, JS) are components of many
-        // core instances with large function tables.
-        .max_core_instances_per_component(64)
-        .max_memories_per_component(8)
-        .max_tables_per_component(32)
+    pool.total_component_instances(total)
+        .total_core_instances(total.saturating_mul(MAX_CORE_INSTANCES_PER_COMPONENT))
+        .total_memories(total.saturating_mul(MEMORIES_PER_SLOT))
+        .total_tables(total.saturating_mul(TABLES_PER_SLOT))
+        // One fiber stack per instance being instantiated or called; an
+        // instance does one of those at a time.
+        .total_stacks(total)
+        .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
         .table_elements(100_000)
         .max_memory_size(MAX_MEMORY_BYTES as usize)
         // A fresh instance per call is only cheap if resetting a freed slot
@@ -108,6 +155,15 @@ fn build_linker(engine: &Engine) -> anyhow::Result<Linker<StoreState>> {
     // Every guest toolchain imports WASI (Rust's std does, even unused). The
     // context behind it denies everything: see `StoreState::new`.
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // Then the monotonic clock is replaced by the sandbox's, whose waits
+    // move a virtual clock (`clock.rs`); only these four functions are
+    // redefined, the rest of WASI stays wasmtime-wasi's.
+    linker.allow_shadowing(true);
+    wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<StoreState, SandboxClocks>(
+        &mut linker,
+        StoreState::clock_view,
+    )?;
+    linker.allow_shadowing(false);
     Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |state| state)?;
     Ok(linker)
 }

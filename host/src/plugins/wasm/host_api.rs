@@ -1,14 +1,19 @@
-//! The `host` interface plugins import: logging and their own configuration.
+//! The `host` interface plugins import: logging (within the log budget, see
+//! `log_budget.rs`) and their own configuration.
 
 use super::bindings::tiny_harness::plugin::host::{Host, Level};
 use super::store::StoreState;
 
-/// Guests may log, but not flood the log: longer messages are cut.
+/// Guests may log, but not flood the log: longer messages are cut (and
+/// count against the call's budget at their cut length).
 const MAX_LOG_MESSAGE_BYTES: usize = 4096;
 
 impl Host for StoreState {
     async fn log(&mut self, level: Level, message: String) {
         let message = truncate(&message, MAX_LOG_MESSAGE_BYTES);
+        if !self.log.admit(&self.plugin.share.log_rate, message.len()) {
+            return;
+        }
         let plugin = self.plugin.name.as_str();
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),

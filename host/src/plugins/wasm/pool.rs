@@ -20,7 +20,14 @@
 //! * at most `pool_size` idle instances are kept; the least recently used
 //!   one is dropped first. A `per-task` instance outlives its task until it
 //!   is the least recently used; what idle instances pin is bounded by
-//!   `pool_size` x the plugin's memory cap.
+//!   `pool_size` x the plugin's memory cap;
+//! * idle instances hold engine slots (see `capacity.rs`) only while nobody
+//!   needs them: a call that finds no free slot evicts the least recently
+//!   used idle instance of some pool, and while calls wait for a slot, a
+//!   returning call drops its instance instead of keeping it.
+//!
+//! `stateless` is itself a capability: a plugin gets it only when the
+//! operator grants `reuse_across_tasks`; otherwise it runs `per-task`.
 //!
 //! Where the task id comes from: the harness's [`HookCall`], never the JSON
 //! context. The context travels through the chain and any executor ahead of
@@ -31,13 +38,14 @@
 //! [`HookCall`]: crate::hooks::HookCall
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde::Deserialize;
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
+use super::capacity::{Budget, Room};
 use super::store::{StoreState, begin_call};
 
 /// When one component instance may serve more than one call.
@@ -84,9 +92,9 @@ pub struct InstancePolicy {
 pub const DEFAULT_POOL_SIZE: u32 = 8;
 
 /// The most idle instances one component may keep. Idle instances hold
-/// slots of the engine's pooling allocator (1000 instances across all
-/// plugins, shared with calls in flight); 64 keeps one component to a small
-/// share of them.
+/// slots of the engine's pooling allocator (`[plugins.instances] total`
+/// across all plugins, shared with calls in flight; evicted when a call
+/// needs the room); 64 keeps one component to a small share of them.
 pub const MAX_POOL_SIZE: u32 = 64;
 
 /// Calls per instance when plugin.json does not say. A fresh Python
@@ -115,21 +123,27 @@ pub(crate) enum PoolKey {
 }
 
 /// A component instance in its own store, serving one call at a time.
+///
+/// Fields drop in order: the store (which frees the engine's slot) before
+/// the room that accounts for it, so the room is never handed to another
+/// instance while the slot is still taken.
 pub(crate) struct LiveInstance {
     pub(crate) store: Store<StoreState>,
     pub(crate) instance: Instance,
     /// Calls started in this instance, the current one included.
     calls: u32,
+    _room: Room,
 }
 
 impl LiveInstance {
     /// A just-instantiated instance, about to serve its first call (its store
-    /// is already armed by `new_store`).
-    pub(crate) fn new(store: Store<StoreState>, instance: Instance) -> Self {
+    /// is already armed by `new_store`), in `room`.
+    pub(crate) fn new(store: Store<StoreState>, instance: Instance, room: Room) -> Self {
         LiveInstance {
             store,
             instance,
             calls: 1,
+            _room: room,
         }
     }
 
@@ -143,6 +157,8 @@ impl LiveInstance {
 /// The idle instances of one component.
 pub(crate) struct InstancePool {
     policy: InstancePolicy,
+    /// Where its instances' room comes from.
+    budget: Arc<Budget>,
     /// Idle instances with the key they may be taken by, least recently
     /// returned first. A list scanned linearly: it holds at most
     /// [`MAX_POOL_SIZE`] entries, and a scan is cheaper than hashing at
@@ -153,11 +169,16 @@ pub(crate) struct InstancePool {
 }
 
 impl InstancePool {
-    pub(crate) fn new(policy: InstancePolicy) -> Self {
-        InstancePool {
+    /// A pool for instances whose room comes from `budget`, registered
+    /// there so its idle instances can be evicted when room runs short.
+    pub(crate) fn new(policy: InstancePolicy, budget: Arc<Budget>) -> Arc<Self> {
+        let pool = Arc::new(InstancePool {
             policy,
+            budget,
             idle: Mutex::new(VecDeque::new()),
-        }
+        });
+        pool.budget.register(&pool);
+        pool
     }
 
     /// The key a call for `task` (if it has one) may reuse an instance under,
@@ -190,7 +211,10 @@ impl InstancePool {
     /// `per-task` a task keeps one instance: if two of its calls overlapped,
     /// the one returned last wins.
     pub(crate) fn give_back(&self, key: PoolKey, live: LiveInstance) {
-        if live.calls >= self.policy.max_invocations || live.store.data().limits.exhausted {
+        if live.calls >= self.policy.max_invocations
+            || live.store.data().limits.exhausted
+            || self.budget.is_contended()
+        {
             return;
         }
         // At most one entry leaves per return, so the list never exceeds the
@@ -218,6 +242,14 @@ impl InstancePool {
         drop(dropped);
     }
 
+    /// Drop the least recently used idle instance, to free its room for a
+    /// call that needs one. Whether there was one.
+    pub(crate) fn evict_oldest(&self) -> bool {
+        let oldest = self.idle().pop_front();
+        // Outside the lock: dropping a store resets its memory.
+        oldest.is_some()
+    }
+
     /// How many idle instances are kept, for tests and diagnostics.
     #[cfg(test)]
     fn idle_count(&self) -> usize {
@@ -235,11 +267,16 @@ impl InstancePool {
 mod tests {
     use super::*;
 
-    fn pool(reuse: Reuse) -> InstancePool {
-        InstancePool::new(InstancePolicy {
-            reuse,
-            ..InstancePolicy::default()
-        })
+    fn pool(reuse: Reuse) -> Arc<InstancePool> {
+        let capacity =
+            super::super::capacity::Capacity::new(Default::default(), Default::default());
+        InstancePool::new(
+            InstancePolicy {
+                reuse,
+                ..InstancePolicy::default()
+            },
+            capacity.share("p").budget().clone(),
+        )
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The store an instance lives in: a deny-all WASI context, the plugin's
-//! identity for host imports, memory accounting, and the wall-clock deadline
-//! of the call it is serving.
+//! The store an instance lives in: a deny-all WASI context (with the clocks
+//! and randomness the plugin was granted, or deterministic stand-ins), the
+//! plugin's identity for host imports, memory accounting, the log budget
+//! and the wall-clock deadline of the call it is serving.
 //!
 //! A store serves one call at a time. A fresh store serves one call; a warm
 //! one (see `pool.rs`) serves several in turn, each armed anew by
@@ -20,7 +21,11 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::capacity::PluginShare;
+use super::clock::{ClockView, SandboxClock};
+use super::log_budget::CallLog;
 use super::pool::InstancePolicy;
+use super::random::{SeededStream, insecure_seed};
 
 /// How much of a guest's stderr is kept to explain a trap (a Rust panic
 /// message, say): the last 4 KiB of the current call, enough for a panic
@@ -39,8 +44,22 @@ pub struct PluginIdentity {
     pub config: BTreeMap<String, String>,
     /// Linear memory cap for one instance, across all its memories.
     pub memory_bytes: u64,
-    /// Whether and how instances are reused between calls.
+    /// Whether and how instances are reused between calls (`stateless`
+    /// only when reuse across tasks was granted).
     pub instances: InstancePolicy,
+    /// What the plugin was granted beyond the sandbox's defaults.
+    pub sandbox: Sandbox,
+    /// Its instance quota and log rate, shared with its other generations.
+    pub(crate) share: Arc<PluginShare>,
+}
+
+/// The real capabilities a plugin's instances get.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// The host's wall and monotonic clocks, instead of the virtual clock.
+    pub real_clocks: bool,
+    /// The host's random sources, instead of the plugin's seeded streams.
+    pub real_random: bool,
 }
 
 /// Caps linear memory across every memory of one instance and remembers
@@ -91,6 +110,9 @@ pub(crate) struct StoreState {
     pub(crate) limits: GuestLimits,
     pub(crate) plugin: Arc<PluginIdentity>,
     stderr: StderrCapture,
+    clock: SandboxClock,
+    /// What the current call has logged, against the log budget.
+    pub(crate) log: CallLog,
     /// When the current call must stop; read by the epoch callback.
     deadline: Instant,
 }
@@ -99,20 +121,39 @@ impl StoreState {
     /// The state of a new store for `plugin`'s component.
     ///
     /// WASI is deny-all: no preopened directories, no environment, no
-    /// arguments, no network (socket checks refuse every address, name
-    /// lookup is off), stdin empty, stdout discarded. Only stderr is captured
-    /// (bounded, per call) to explain traps.
+    /// arguments, no network (TCP, UDP and name lookup are off, and every
+    /// address is refused), stdin empty, stdout discarded. Only stderr is
+    /// captured (bounded, per call) to explain traps. Clocks and randomness
+    /// are the host's only when granted; otherwise the virtual clock
+    /// (`clock.rs`) and the plugin's seeded streams (`random.rs`).
     ///
     /// The WASI context is built once per store, not per call: it holds no
     /// per-call state (nothing to read, nowhere to write but the capture),
     /// and its resource table holds handles the guest keeps between calls
     /// (wasi-libc caches its stderr stream), which a rebuilt table would
     /// invalidate.
-    pub(crate) fn new(plugin: Arc<PluginIdentity>) -> Self {
+    ///
+    /// One `get-random-bytes` call may ask for at most `random_request_bytes`
+    /// (`[plugins] random_request_bytes`); wasmtime-wasi would allocate up
+    /// to 64 MiB on the guest's say-so.
+    pub(crate) fn new(plugin: Arc<PluginIdentity>, random_request_bytes: u64) -> Self {
         let stderr = StderrCapture::default();
-        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let clock = SandboxClock::new(plugin.sandbox.real_clocks);
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .max_random_size(random_request_bytes)
+            .wall_clock(clock.clone())
+            .monotonic_clock(clock.clone());
+        if !plugin.sandbox.real_random {
+            wasi.secure_random(SeededStream::new(&plugin.name, "random"))
+                .insecure_random(SeededStream::new(&plugin.name, "insecure"))
+                .insecure_random_seed(insecure_seed(&plugin.name));
+        }
         StoreState {
-            wasi,
+            wasi: wasi.build(),
             table: ResourceTable::new(),
             limits: GuestLimits {
                 cap: plugin.memory_bytes,
@@ -121,9 +162,25 @@ impl StoreState {
             },
             plugin,
             stderr,
+            clock,
+            log: CallLog::default(),
             // Replaced by `begin_call` before any guest code runs.
             deadline: Instant::now(),
         }
+    }
+
+    /// `wasi:clocks/monotonic-clock` for this store (see `clock.rs`).
+    pub(crate) fn clock_view(&mut self) -> ClockView<'_> {
+        ClockView {
+            clock: &self.clock,
+            table: &mut self.table,
+        }
+    }
+
+    /// End the current call's log budget: one notice if lines were dropped.
+    pub(crate) fn finish_call_log(&mut self) {
+        self.log
+            .finish(&self.plugin.name, &self.plugin.share.log_rate);
     }
 
     /// What the guest last said on stderr in the current call, to explain a
@@ -144,6 +201,14 @@ impl StoreState {
     }
 }
 
+impl Drop for StoreState {
+    /// A store dropped mid-call (timed out, cut by its task) still says what
+    /// its call's log lost.
+    fn drop(&mut self) {
+        self.finish_call_log();
+    }
+}
+
 impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -161,9 +226,10 @@ impl WasiView for StoreState {
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     plugin: Arc<PluginIdentity>,
+    random_request_bytes: u64,
     timeout: Duration,
 ) -> Store<StoreState> {
-    let mut store = Store::new(engine, StoreState::new(plugin));
+    let mut store = Store::new(engine, StoreState::new(plugin, random_request_bytes));
     // Installed once per store; the deadline it checks is per call.
     store.epoch_deadline_callback(|context| {
         if Instant::now() >= context.data().deadline {
@@ -183,6 +249,7 @@ pub(crate) fn new_store(
 /// call's deadline or output.
 pub(crate) fn begin_call(store: &mut Store<StoreState>, timeout: Duration) {
     let state = store.data_mut();
+    state.finish_call_log();
     state.deadline = Instant::now() + timeout;
     state.stderr.clear();
     state.limits.exhausted = false;
