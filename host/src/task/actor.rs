@@ -1057,6 +1057,13 @@ impl TaskActor {
         if let Some(error) = &self.broken {
             return Err(error.clone());
         }
+        // The service that ran this actor is gone (the server is stopping,
+        // or an embedding program dropped it and opened another on the same
+        // store): it must not write behind its successor's back.
+        if self.directory.strong_count() == 0 {
+            self.broken = Some(stopped());
+            return Err(stopped());
+        }
         if self.journal.is_empty() && self.children.is_empty() {
             self.post_notes();
             return Ok(());

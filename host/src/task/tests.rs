@@ -216,6 +216,22 @@ async fn within<T>(seconds: u64, future: impl Future<Output = T>) -> T {
         .expect("timed out")
 }
 
+/// Wait until task `id` satisfies `done`, reading it every few
+/// milliseconds: for what changes without a stream event (a parent's list
+/// of sub-tasks).
+async fn poll_for(service: &TaskService, id: &str, done: impl Fn(&Task) -> bool) -> Task {
+    within(20, async {
+        loop {
+            let task = get(service, "alice", id).await.expect("visible");
+            if done(&task) {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
 /// Wait until task `id` satisfies `done`, woken by its events (each
 /// subscription lasts until a turn ends, so it subscribes again).
 async fn wait_for(service: &TaskService, id: &str, done: impl Fn(&Task) -> bool) -> Task {

@@ -95,13 +95,16 @@ async fn a_question_is_a_tool_call_and_the_next_message_answers_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawned_subtask_holds_completion_until_it_finishes() {
     let service = service();
-    let text = spawn_calls(&["work for 3 seconds"]);
+    // A sub-task that would work far longer than the test: it is open
+    // until the test ends it, whatever the machine's load.
+    let text = spawn_calls(&["work for 60 seconds"]);
     let working = send(&service, "alice", immediately(say(None, &text)))
         .await
         .expect("accepted");
     let task_id = working.id.clone();
     // Wait until the sub-task exists (the call is journaled, then spawned).
-    let task = wait_for(&service, &task_id, |task| !subtasks(task).is_empty()).await;
+    // The parent's list of sub-tasks changes without a stream event.
+    let task = poll_for(&service, &task_id, |task| !subtasks(task).is_empty()).await;
     assert_eq!(task.status.state, TaskState::Working);
     // Complete cuts the turn; the open sub-task refuses the completion.
     let refused = send(&service, "alice", control(&task_id, "complete"))
@@ -113,7 +116,12 @@ async fn a_spawned_subtask_holds_completion_until_it_finishes() {
         "{}",
         status_text(&refused)
     );
-    // Once the sub-task reports, completion goes through.
+    // Once the sub-task has ended (here: canceled) and reported,
+    // completion goes through.
+    let subtask_id = subtasks(&task)[0]["id"].as_str().expect("an id").to_owned();
+    cancel(&service, "alice", &subtask_id)
+        .await
+        .expect("the sub-task is canceled");
     wait_for(&service, &task_id, |task| {
         task.artifacts
             .iter()

@@ -343,12 +343,15 @@ async fn a_turn_cut_twice_and_a_command_cut_once_are_not_run_again() {
 async fn a_tool_call_cut_by_a_restart_is_reported_to_the_model_and_never_run_again() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let before = durable_service(Arc::clone(&store), Duration::from_secs(60));
-    let spawn = "use tool spawn_subtask with {\"goal\": \"work for 3 seconds\"}";
+    // The sub-task works far longer than the test, so the call is surely
+    // still running when the service stops.
+    let spawn = "use tool spawn_subtask with {\"goal\": \"work for 60 seconds\"}";
     let working = send(&before, "alice", immediately(say(None, spawn)))
         .await
         .expect("accepted");
     // The call is journaled and its sub-task started: the tool is running.
-    wait_for(&before, &working.id, |task| !subtasks(task).is_empty()).await;
+    // The parent's list of sub-tasks changes without a stream event.
+    poll_for(&before, &working.id, |task| !subtasks(task).is_empty()).await;
     drop(before);
 
     let after = durable_service(Arc::clone(&store), Duration::from_secs(60));
@@ -362,11 +365,23 @@ async fn a_tool_call_cut_by_a_restart_is_reported_to_the_model_and_never_run_aga
         reply.starts_with("Tool spawn_subtask failed: This call was interrupted by a restart"),
         "{reply}"
     );
-    // Not run again: still the one sub-task, which carries on and reports.
+    // Not run again: still the one sub-task, which carries on (it is
+    // running again after the restart) and reports when it ends.
     assert_eq!(subtasks(&parked).len(), 1);
+    let subtask_id = subtasks(&parked)[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let child = get(&after, "alice", &subtask_id)
+        .await
+        .expect("the sub-task");
+    assert_eq!(child.status.state, TaskState::Working);
+    cancel(&after, "alice", &subtask_id)
+        .await
+        .expect("canceled");
     let reported = wait_for(&after, &working.id, |task| !task.artifacts.is_empty()).await;
     assert_eq!(subtasks(&reported).len(), 1);
-    assert_eq!(subtasks(&reported)[0]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(subtasks(&reported)[0]["state"], "TASK_STATE_CANCELED");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
