@@ -29,6 +29,10 @@
 //! per_participant_burst = 20
 //! per_participant_per_second = 5.0
 //!
+//! [completion]                     # command completion for renderers (POST .../commands:complete)
+//! per_participant_burst = 50
+//! per_participant_per_second = 10.0
+//!
 //! [store]
 //! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
 //! synchronous = "normal"           # normal | full (fsync every commit)
@@ -100,6 +104,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// The per-participant limit on message sends.
     pub rate_limit: RateLimitConfig,
+    /// The per-participant limit on command completion requests.
+    pub completion: CompletionConfig,
     /// Where tasks are kept.
     pub store: StoreConfig,
     /// Push-notification delivery.
@@ -206,6 +212,45 @@ pub struct RateLimitConfig {
     pub per_participant_per_second: f64,
 }
 
+/// `[completion]`: a token bucket per participant on command completion requests, which
+/// renderers send as a participant types and which may call a plugin's completion export.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompletionConfig {
+    /// Completion requests a participant may make in a burst. Default 50.
+    pub per_participant_burst: u32,
+    /// Completion requests per second a participant regains, up to the burst. Default 10.
+    pub per_participant_per_second: f64,
+}
+
+impl Default for CompletionConfig {
+    fn default() -> Self {
+        CompletionConfig {
+            per_participant_burst: 50,
+            per_participant_per_second: 10.0,
+        }
+    }
+}
+
+impl CompletionConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.per_participant_burst == 0 {
+            return Err(invalid(
+                "completion.per_participant_burst",
+                "must be at least 1, or no participant could ever complete a command",
+            ));
+        }
+        let rate = self.per_participant_per_second;
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(invalid(
+                "completion.per_participant_per_second",
+                format!("must be a positive number, got {rate}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Command-line values that replace the file's.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -260,6 +305,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            completion: CompletionConfig::default(),
             store: StoreConfig::default(),
             push: PushConfig::default(),
             tls: TlsConfig::default(),
@@ -407,6 +453,7 @@ impl Config {
             ));
         }
         self.rate_limit.validate()?;
+        self.completion.validate()?;
         self.store.validate()?;
         self.push.validate()?;
         self.tls.validate()
@@ -731,6 +778,23 @@ mod tests {
             let message = error(text);
             assert!(message.contains(expected), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn completion_limits_parse_and_are_checked() {
+        let config = Config::from_toml("[completion]\nper_participant_burst = 3").expect("valid");
+        assert_eq!(config.completion.per_participant_burst, 3);
+        assert_eq!(config.completion.per_participant_per_second, 10.0);
+        let message = error("[completion]\nper_participant_burst = 0");
+        assert!(
+            message.contains("`completion.per_participant_burst`"),
+            "{message}"
+        );
+        let message = error("[completion]\nper_participant_per_second = -1");
+        assert!(
+            message.contains("`completion.per_participant_per_second`"),
+            "{message}"
+        );
     }
 
     #[test]

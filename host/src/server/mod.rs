@@ -14,6 +14,8 @@
 //! | `POST`, `GET /tasks/{id}/pushNotificationConfigs`      | Create / List push configs (`push`)|
 //! | `GET`, `DELETE /tasks/{id}/pushNotificationConfigs/{c}`| Get / Delete a push config (`push`)|
 //! | `GET  /extendedAgentCard`                              | UnsupportedOperation               |
+//! | `POST /tasks/{id}/commands:complete`, `/commands:complete` | command completion (`complete`) |
+//! | `GET  /ui`, `/ui/{file}`                               | the web page (`ui`)                |
 //! | anything else                                          | 404 in the HTTP+JSON error shape   |
 //!
 //! Every A2A request goes through the same steps, in this order, and the first failure is
@@ -42,6 +44,7 @@
 mod auth;
 mod body;
 mod card;
+mod complete;
 mod extensions;
 mod jsonrpc;
 mod push;
@@ -52,6 +55,7 @@ mod sse;
 #[cfg(test)]
 mod tests;
 pub mod tls;
+mod ui;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -70,9 +74,11 @@ use crate::task::{Caller, TaskService};
 
 pub use auth::{DEFAULT_PARTICIPANT, PARTICIPANT_HEADER, PARTICIPANT_METADATA_KEY};
 pub use card::AGENT_CARD_PATH;
+pub use complete::{COMPLETION_PATH, COMPLETION_TASK_PATH, MAX_COMPLETION_TEXT};
 pub use extensions::{
     COMMANDS_EXTENSION_URI, STATUS_EXTENSION_URI, SUB_STATE_KEY, SUB_STATE_VALUES,
 };
+pub use ui::UI_PATH;
 
 use auth::Authenticator;
 use rate_limit::RateLimiter;
@@ -101,6 +107,10 @@ pub struct ServerSettings {
     pub rate_limit_burst: u32,
     /// Message sends per second a participant regains.
     pub rate_limit_per_second: f64,
+    /// Completion requests a participant may make in a burst.
+    pub completion_burst: u32,
+    /// Completion requests per second a participant regains.
+    pub completion_per_second: f64,
     /// The SSE keep-alive interval.
     pub keep_alive: Duration,
 }
@@ -118,6 +128,8 @@ impl ServerSettings {
             header_read_timeout: Duration::from_secs(config.limits.header_read_timeout_secs),
             rate_limit_burst: config.rate_limit.per_participant_burst,
             rate_limit_per_second: config.rate_limit.per_participant_per_second,
+            completion_burst: config.completion.per_participant_burst,
+            completion_per_second: config.completion.per_participant_per_second,
             keep_alive: DEFAULT_KEEP_ALIVE,
         }
     }
@@ -129,6 +141,8 @@ pub(crate) struct AppState {
     service: TaskService,
     auth: Arc<Authenticator>,
     limiter: Arc<RateLimiter>,
+    /// Command completion requests, apart from sends (`complete`).
+    completion_limiter: Arc<RateLimiter>,
     bound: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
@@ -144,6 +158,10 @@ impl AppState {
             limiter: Arc::new(RateLimiter::new(
                 settings.rate_limit_burst,
                 settings.rate_limit_per_second,
+            )),
+            completion_limiter: Arc::new(RateLimiter::new(
+                settings.completion_burst,
+                settings.completion_per_second,
             )),
             bound: settings.bound,
             scheme: if settings.tls { "https" } else { "http" },
@@ -171,11 +189,13 @@ pub fn app(service: TaskService, settings: ServerSettings) -> Router {
     let state = AppState::new(service, settings);
     let protocol = jsonrpc::routes()
         .merge(rest::routes())
+        .merge(complete::routes())
         .layer(axum::middleware::from_fn(extensions::echo_activated))
         // Read by the body extractor: larger bodies are refused, not buffered.
         .layer(DefaultBodyLimit::max(state.max_body_bytes));
     Router::new()
         .route(AGENT_CARD_PATH, get(card::agent_card))
+        .merge(ui::routes())
         .merge(protocol)
         .fallback(rest::not_found)
         .with_state(state)

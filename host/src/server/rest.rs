@@ -56,7 +56,7 @@ pub(crate) fn routes() -> Router<AppState> {
 
 /// A route's other HTTP methods are unknown routes too, in the REST error shape (axum's
 /// own 405 would have an empty body).
-fn only(router: MethodRouter<AppState>) -> MethodRouter<AppState> {
+pub(crate) fn only(router: MethodRouter<AppState>) -> MethodRouter<AppState> {
     router.fallback(not_found)
 }
 

@@ -29,6 +29,8 @@ fn settings() -> ServerSettings {
         header_read_timeout: Duration::from_secs(30),
         rate_limit_burst: 100,
         rate_limit_per_second: 100.0,
+        completion_burst: 100,
+        completion_per_second: 100.0,
         keep_alive: Duration::from_secs(15),
     }
 }

@@ -16,7 +16,7 @@
 //! * `turn`: model and command turns; `effects`: checking what commands ask
 //!   for; `completion`: the `task.complete` decision; `subtasks`: delegated
 //!   tasks; `screen`: the `request.received` policy point; `notify`:
-//!   notification hooks.
+//!   notification hooks; `suggest`: command completion for renderers.
 //! * `state`: a task as a plain value and the only way it changes;
 //!   `journal`: those changes on their way to the store (`crate::store`),
 //!   committed before anyone hears of them; `events`: the streams clients
@@ -41,6 +41,7 @@ mod screen;
 mod service;
 mod state;
 mod subtasks;
+mod suggest;
 mod turn;
 
 #[cfg(test)]
@@ -48,5 +49,6 @@ mod tests;
 
 pub use env::TaskSettings;
 pub use service::{Caller, Durability, EventStream, TaskService};
+pub use suggest::Completion;
 // Re-exported for embedding programs that reach them through `task`.
 pub use crate::domain::{Participant, Role, SubtaskView, TaskView};
