@@ -205,7 +205,7 @@ export class Conversation {
     } else if (typeof part.text === 'string') {
       this.live.progress = part.text;
     }
-    this.renderLive();
+    stayAtBottom(() => this.renderLive());
   }
 
   onArtifact(update) {
@@ -216,6 +216,8 @@ export class Conversation {
     else if (existing) Object.assign(existing, update.artifact);
     else artifacts.push(update.artifact);
     this.renderArtifacts();
+    // A sub-task's result comes as an artifact; its state in the list changed with it.
+    if (update.artifact.metadata && update.artifact.metadata.subtask_id) this.reload();
   }
 
   /** Adds `message` to the history unless it is there already. */
@@ -332,6 +334,10 @@ export class Conversation {
   // --- Rendering -------------------------------------------------------------------------
 
   render() {
+    stayAtBottom(() => this.renderAll());
+  }
+
+  renderAll() {
     this.renderHead();
     this.renderState();
     this.renderControls();
@@ -436,6 +442,14 @@ export class Conversation {
     this.el.live.hidden = true;
     this.el.live.replaceChildren();
   }
+}
+
+/** Runs `render`; a reader who was at the end of the page stays there as it grows. */
+function stayAtBottom(render) {
+  const page = document.scrollingElement;
+  const atBottom = page.scrollTop + window.innerHeight >= page.scrollHeight - 80;
+  render();
+  if (atBottom) page.scrollTop = page.scrollHeight;
 }
 
 function renderMessage(message) {

@@ -18,12 +18,26 @@ function renderPart(part, asMarkdown) {
       : h('div', { class: 'part text plain' }, part.text);
   }
   if ('data' in part) {
+    const envelope = describeEnvelope(part.data);
+    if (envelope) return h('p', { class: 'part envelope' }, envelope);
     return h('pre', { class: 'part data', 'aria-label': 'Data' },
       h('code', {}, JSON.stringify(part.data, null, 2)));
   }
   if (typeof part.url === 'string') return fileLink(part, part.url);
   if (typeof part.raw === 'string') return fileLink(part, bytesUrl(part));
   return h('p', { class: 'part unknown' }, 'A part this page cannot show.');
+}
+
+/** A participant's control or task envelope in words, or null for other data. */
+function describeEnvelope(data) {
+  if (!data || typeof data !== 'object') return null;
+  if (data.kind === 'control' && data.action === 'complete') return 'Asked to complete the conversation.';
+  const participants = data.kind === 'task' && data.payload && data.payload.participants;
+  if (Array.isArray(participants)) {
+    const who = participants.map((p) => `${p.id} (${p.role})`).join(', ');
+    return `Changed the participants: ${who}.`;
+  }
+  return null;
 }
 
 function fileLink(part, href) {

@@ -11,5 +11,6 @@ mod cli;
 mod durability;
 mod plugin_host;
 mod remote_executors;
+mod renderers;
 mod scaffold;
 mod server;

@@ -170,6 +170,12 @@ pub struct Spawned {
 /// config's folder, which the test owns and removes: a server the test
 /// SIGKILLs leaves nothing behind in the machine's temp dir.
 pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
+    spawn_server_on(config, plugins, rust_log, "127.0.0.1:0")
+}
+
+/// [`spawn_server`] on a chosen address (a restarted server keeps its port, so a client
+/// that lost its connection finds it again).
+pub fn spawn_server_on(config: &Path, plugins: &Path, rust_log: &str, listen: &str) -> Spawned {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
@@ -179,7 +185,7 @@ pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
         .arg("--config")
         .arg(config)
         .arg("--listen")
-        .arg("127.0.0.1:0")
+        .arg(listen)
         .arg("--plugins")
         .arg(plugins)
         .env("TINY_HARNESS_CACHE_DIR", component_cache_dir())
