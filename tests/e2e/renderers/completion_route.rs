@@ -71,7 +71,11 @@ async fn names_then_the_plugins_argument_values() {
     assert_eq!(values(&body), ["/status", "/sub-task"]);
     assert!(body["suggestions"][0]["description"].is_string(), "{body}");
     let (_, body) = complete(&served, "alice", &in_task(&task), "/greet w").await;
-    assert_eq!(values(&body), ["world"], "from the greeter's completion export");
+    assert_eq!(
+        values(&body),
+        ["world"],
+        "from the greeter's completion export"
+    );
     let (_, body) = complete(&served, "alice", &in_task(&task), "hello /greet").await;
     assert!(values(&body).is_empty(), "not a command: {body}");
     // A conversation not started yet: its sender would be its reporter.
@@ -86,14 +90,18 @@ async fn names_then_the_plugins_argument_values() {
 async fn a_watcher_gets_nothing_and_a_stranger_gets_task_not_found() {
     let served = Served::with_greeter(CONFIG);
     let task = task_of(&served, "alice").await;
-    let watcher = json!({"kind": "task", "payload": {"participants": [{"id": "bob", "role": "watcher"}]}});
+    let watcher =
+        json!({"kind": "task", "payload": {"participants": [{"id": "bob", "role": "watcher"}]}});
     let added = served.client("alice").send_data(&task, watcher).await;
     assert!(added.get("error").is_none(), "{added}");
     for text in ["/", "/greet w"] {
         let (status, body) = complete(&served, "bob", &in_task(&task), text).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["role"], "watcher");
-        assert!(values(&body).is_empty(), "a watcher runs no command: {body}");
+        assert!(
+            values(&body).is_empty(),
+            "a watcher runs no command: {body}"
+        );
     }
     let (status, body) = complete(&served, "mallory", &in_task(&task), "/greet w").await;
     assert_eq!(status, 404, "{body}");
@@ -115,9 +123,15 @@ async fn a_role_the_command_does_not_allow_gets_no_argument_values() {
     let served = Served::start_with(CONFIG, Some(plugins));
     let task = task_of(&served, "alice").await;
     let (_, body) = complete(&served, "alice", &in_task(&task), "/gr").await;
-    assert!(values(&body).is_empty(), "not offered to a reporter: {body}");
+    assert!(
+        values(&body).is_empty(),
+        "not offered to a reporter: {body}"
+    );
     let (_, body) = complete(&served, "alice", &in_task(&task), "/greet w").await;
-    assert!(values(&body).is_empty(), "no argument values for a reporter: {body}");
+    assert!(
+        values(&body).is_empty(),
+        "no argument values for a reporter: {body}"
+    );
     let (_, body) = complete(&served, "root", &in_task(&task), "/greet w").await;
     assert_eq!(values(&body), ["world"], "an admin may run it: {body}");
 }
@@ -130,7 +144,10 @@ async fn a_finished_task_takes_no_commands_so_it_gets_no_suggestions() {
         .client("alice")
         .send_data(&task, json!({"kind": "control", "action": "complete"}))
         .await;
-    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        done["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
     let (status, body) = complete(&served, "alice", &in_task(&task), "/st").await;
     assert_eq!((status, body["role"].as_str()), (200, Some("reporter")));
     assert!(values(&body).is_empty(), "{body}");
@@ -138,7 +155,9 @@ async fn a_finished_task_takes_no_commands_so_it_gets_no_suggestions() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_requests_are_explained_and_completion_has_its_own_rate_limit() {
-    let config = format!("{CONFIG}[completion]\nper_participant_burst = 2\nper_participant_per_second = 0.01\n");
+    let config = format!(
+        "{CONFIG}[completion]\nper_participant_burst = 2\nper_participant_per_second = 0.01\n"
+    );
     let served = Served::start(&config);
     let response = crate::support::http()
         .post(format!("{}/commands:complete", served.base))
@@ -149,14 +168,24 @@ async fn bad_requests_are_explained_and_completion_has_its_own_rate_limit() {
         .expect("sent");
     assert_eq!(response.status().as_u16(), 400);
     let body: Value = response.json().await.expect("json");
-    assert!(body["error"]["message"].as_str().expect("message").contains("text"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("text"),
+        "{body}"
+    );
     let missing_version = crate::support::http()
         .post(format!("{}/commands:complete", served.base))
         .json(&json!({"text": "/s"}))
         .send()
         .await
         .expect("sent");
-    assert_eq!(missing_version.status().as_u16(), 400, "A2A-Version is checked");
+    assert_eq!(
+        missing_version.status().as_u16(),
+        400,
+        "A2A-Version is checked"
+    );
 
     for _ in 0..2 {
         let (status, body) = complete(&served, "alice", "/commands:complete", "/s").await;

@@ -93,7 +93,9 @@ fn run_case(case: &str, served: &mut Served) {
         printed.join("\n")
     );
     assert!(
-        printed.iter().any(|line| line == &format!("ui case {case}: ok")),
+        printed
+            .iter()
+            .any(|line| line == &format!("ui case {case}: ok")),
         "ui case {case} did not report success:\n{}",
         printed.join("\n")
     );
