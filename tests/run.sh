@@ -12,5 +12,10 @@ rustup target add wasm32-wasip2
 # The interoperability test drives the official A2A Python SDK.
 python3 -c 'import a2a.client' 2>/dev/null || python3 -m pip install --quiet 'a2a-sdk==1.3.0'
 
+# The renderer tests (tests/e2e/renderers): Debian's chromium, driven by playwright-core
+# from npm, for the web page (a browser download cannot work on these machines), and
+# tmux for the terminal client.
+tests/ui/install.sh
+
 examples/plugins/build.sh
 cargo test --workspace

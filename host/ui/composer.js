@@ -45,7 +45,8 @@ export class Composer {
   /** What completion works from: the card's commands, the route, the task, the role. */
   setContext(context) {
     this.context = { ...this.context, ...context };
-    this.close();
+    // The conversation re-renders as events come: an open list stays open, brought up to date.
+    if (!this.list.hidden) this.update();
   }
 
   submit() {

@@ -205,7 +205,7 @@ export class Conversation {
     } else if (typeof part.text === 'string') {
       this.live.progress = part.text;
     }
-    stayAtBottom(() => this.renderLive());
+    stayAtBottom(this.el.section, () => this.renderLive());
   }
 
   onArtifact(update) {
@@ -334,7 +334,7 @@ export class Conversation {
   // --- Rendering -------------------------------------------------------------------------
 
   render() {
-    stayAtBottom(() => this.renderAll());
+    stayAtBottom(this.el.section, () => this.renderAll());
   }
 
   renderAll() {
@@ -444,12 +444,11 @@ export class Conversation {
   }
 }
 
-/** Runs `render`; a reader who was at the end of the page stays there as it grows. */
-function stayAtBottom(render) {
-  const page = document.scrollingElement;
-  const atBottom = page.scrollTop + window.innerHeight >= page.scrollHeight - 80;
+/** Runs `render`; a reader who was at the end of `pane` stays there as it grows. */
+function stayAtBottom(pane, render) {
+  const atBottom = pane.scrollTop + pane.clientHeight >= pane.scrollHeight - 80;
   render();
-  if (atBottom) page.scrollTop = page.scrollHeight;
+  if (atBottom) pane.scrollTop = pane.scrollHeight;
 }
 
 function renderMessage(message) {

@@ -9,6 +9,10 @@ import { isTerminal } from './words.js';
 const FIRST_RETRY_MS = 500;
 const LONGEST_RETRY_MS = 8000;
 
+/** A short breath between a turn's end and the next subscription, so a server that ends
+ * subscriptions at once can never make this loop spin. */
+const BETWEEN_TURNS_MS = 250;
+
 /**
  * Follows task `taskId` until `stop()` or its end. `on.event(streamResponse)` gets every
  * event, `on.connection(state)` hears `lost` and `restored`, `on.ended()` that the task is
@@ -40,6 +44,7 @@ export function follow(taskId, on) {
           on.ended();
           return;
         }
+        await pause(BETWEEN_TURNS_MS, signal);
       } catch (error) {
         if (signal.aborted || error.name === 'AbortError') return;
         if (error instanceof A2aError) {

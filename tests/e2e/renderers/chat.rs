@@ -185,8 +185,15 @@ async fn tab_completes_command_names_and_plugin_arguments() {
     let served = Served::with_greeter(CONFIG);
     let terminal = Terminal::start(&served, &["--as", "alice"]);
     terminal.wait_for("Type a message");
-    terminal.enter("hello");
-    terminal.wait_for("agent › You said: hello");
+    terminal.enter("work for 1 seconds");
+    terminal.wait_for("agent › Worked for 1 seconds.");
+    // Every command the reporter may run, in a menu with usage and description.
+    terminal.type_text("/");
+    terminal.press("Tab");
+    let screen = terminal.wait_for("/sub-task");
+    assert!(screen.contains("/effort [low|medium|high] — Show or change"), "{screen}");
+    terminal.save("menu");
+    terminal.press("C-c");
     terminal.type_text("/st");
     terminal.press("Tab");
     terminal.wait_for("› /status");

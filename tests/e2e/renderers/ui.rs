@@ -145,3 +145,8 @@ fn a_lost_connection_resumes_with_subscribe_to_task() {
 fn a_phone_and_a_keyboard_are_enough() {
     run_case("phone-keyboard", &mut Served::start(CONFIG));
 }
+
+#[test]
+fn streamed_pieces_tool_calls_traces_and_artifacts_render_safely() {
+    run_case("conventions", &mut Served::start(CONFIG));
+}

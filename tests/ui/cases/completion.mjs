@@ -30,6 +30,7 @@ export default async function completion(t) {
   await box.fill('/');
   await list.getByRole('option', { name: /\/sub-task.*\/sub-task <goal>/ }).waitFor({ timeout: WAIT_MS });
   assert((await list.getByRole('option').count()) >= 4, 'every built-in command is offered');
+  await t.shot(page, 'every-command');
 
   // An enum argument completes from its declared values.
   await box.fill('/effort ');
