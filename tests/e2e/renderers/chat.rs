@@ -191,7 +191,10 @@ async fn tab_completes_command_names_and_plugin_arguments() {
     terminal.type_text("/");
     terminal.press("Tab");
     let screen = terminal.wait_for("/sub-task");
-    assert!(screen.contains("/effort [low|medium|high] — Show or change"), "{screen}");
+    assert!(
+        screen.contains("/effort [low|medium|high] — Show or change"),
+        "{screen}"
+    );
     terminal.save("menu");
     terminal.press("C-c");
     terminal.type_text("/st");
@@ -329,4 +332,22 @@ async fn a_watcher_reads_but_cannot_write() {
         .expect("history")
         .len();
     assert_eq!(after, before, "nothing was sent");
+}
+
+#[test]
+fn with_tokens_the_client_speaks_with_a_bearer_token() {
+    let config = format!("{CONFIG}[auth]\ntokens = {{ \"tok-alice\" = \"alice\" }}\n");
+    let served = Served::start(&config);
+    let refused = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
+        .args(["chat", "--url", &served.base, "--token", "wrong"])
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success(), "a wrong token stops the client");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("Authentication failed"), "{stderr}");
+
+    let terminal = Terminal::start(&served, &["--token", "tok-alice"]);
+    terminal.wait_for("Type a message");
+    terminal.enter("hello with a token");
+    terminal.wait_for("agent › You said: hello with a token");
 }

@@ -150,3 +150,9 @@ fn a_phone_and_a_keyboard_are_enough() {
 fn streamed_pieces_tool_calls_traces_and_artifacts_render_safely() {
     run_case("conventions", &mut Served::start(CONFIG));
 }
+
+#[test]
+fn with_tokens_the_page_asks_for_one_and_keeps_it_in_the_tab_only() {
+    let config = format!("{CONFIG}[auth]\ntokens = {{ \"tok-alice\" = \"alice\" }}\n");
+    run_case("token", &mut Served::start(&config));
+}

@@ -5,6 +5,12 @@ import { agentSays, assert, nextProgress, say, stateIs } from '../support.mjs';
 
 export default async function streamedReply(t) {
   const page = await t.open('alice');
+  // Held subscriptions: the turn's end must come from SendStreamingMessage's own
+  // INPUT_REQUIRED update, not from a later SubscribeToTask snapshot.
+  await page.route((url) => new URL(url).pathname === '/', (route) => {
+    if (route.request().postDataJSON().method === 'SubscribeToTask') return undefined;
+    return route.continue();
+  });
   await say(page, 'work for 3 seconds');
   const first = await nextProgress(page);
   const second = await nextProgress(page, first);
