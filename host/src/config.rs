@@ -24,6 +24,14 @@
 //! [limits]
 //! max_body_bytes = 1048576
 //! header_read_timeout_secs = 30    # to send a request's headers, per request
+//! max_history_messages = 100000    # per task
+//! max_reply_bytes = 262144         # per command reply, text and data together
+//! max_effects = 16                 # per command
+//! max_open_subtasks = 32           # per task, at once
+//!
+//! [agent]
+//! # system_prompt = "You are a careful assistant."
+//! max_tool_rounds = 8              # per turn, at most 64
 //!
 //! [rate_limit]
 //! per_participant_burst = 20
@@ -62,7 +70,8 @@ use serde::Deserialize;
 use crate::domain::check_participant_id;
 use crate::outbound::ExtraRoots;
 use crate::push::PushSettings;
-use crate::store::{StoreLocation, StoreOptions, Synchronous};
+use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
+use crate::task::{AgentSettings, Durability, TaskLimits, TaskSettings};
 
 /// The file read when `--config` is not given, if it exists in the working directory.
 pub const DEFAULT_CONFIG_FILE: &str = "tiny-harness.toml";
@@ -73,6 +82,9 @@ pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
 /// The task store's file when `[store] path` is not set, beside the
 /// configuration file (or in the working directory without one).
 pub const DEFAULT_STORE_FILE: &str = "tiny-harness.db";
+
+/// The most tool rounds `[agent] max_tool_rounds` may allow in one turn.
+pub const MAX_TOOL_ROUNDS: u32 = 64;
 
 /// The `[store] path` that keeps tasks in memory only.
 pub const MEMORY_STORE: &str = ":memory:";
@@ -100,8 +112,10 @@ pub struct Config {
     pub admins: Vec<String>,
     /// Bearer tokens. Default none: loopback only, callers self-asserted.
     pub auth: AuthConfig,
-    /// Request limits.
+    /// Request and task limits.
     pub limits: LimitsConfig,
+    /// How model turns run.
+    pub agent: AgentConfig,
     /// The per-participant limit on message sends.
     pub rate_limit: RateLimitConfig,
     /// The per-participant limit on command completion requests.
@@ -200,6 +214,35 @@ pub struct LimitsConfig {
     /// Seconds a connection has to send a request's headers (each request on a kept-alive
     /// connection included); then it is closed. Default 30.
     pub header_read_timeout_secs: u64,
+    /// Messages one task's history may hold; then the task refuses new ones (continue in a
+    /// new task of the same context). Default 100,000.
+    pub max_history_messages: usize,
+    /// Bytes of one command reply, text and data together. Default 256 KiB.
+    pub max_reply_bytes: usize,
+    /// Effects one command may ask for. Default 16.
+    pub max_effects: usize,
+    /// Sub-tasks one task may have open at once. Default 32.
+    pub max_open_subtasks: usize,
+}
+
+/// `[agent]`: how model turns run.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Instructions sent to the model before every conversation. Default none.
+    pub system_prompt: Option<String>,
+    /// Tool rounds one turn may take before the loop stops it with a message. Default 8.
+    pub max_tool_rounds: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        let defaults = AgentSettings::default();
+        AgentConfig {
+            system_prompt: defaults.system_prompt,
+            max_tool_rounds: defaults.max_tool_rounds,
+        }
+    }
 }
 
 /// `[rate_limit]`: a token bucket per participant, on message sends only.
@@ -304,6 +347,7 @@ impl Default for Config {
             admins: Vec::new(),
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
+            agent: AgentConfig::default(),
             rate_limit: RateLimitConfig::default(),
             completion: CompletionConfig::default(),
             store: StoreConfig::default(),
@@ -349,9 +393,14 @@ impl Default for ModelsConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
+        let task = TaskLimits::default();
         LimitsConfig {
             max_body_bytes: 1024 * 1024,
             header_read_timeout_secs: 30,
+            max_history_messages: task.max_history_messages,
+            max_reply_bytes: task.max_reply_bytes,
+            max_effects: task.max_effects,
+            max_open_subtasks: task.max_open_subtasks,
         }
     }
 }
@@ -452,6 +501,23 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        for (key, value) in [
+            (
+                "limits.max_history_messages",
+                self.limits.max_history_messages,
+            ),
+            ("limits.max_reply_bytes", self.limits.max_reply_bytes),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
+        }
+        if self.agent.max_tool_rounds > MAX_TOOL_ROUNDS {
+            return Err(invalid(
+                "agent.max_tool_rounds",
+                format!("must be at most {MAX_TOOL_ROUNDS}"),
+            ));
+        }
         self.rate_limit.validate()?;
         self.completion.validate()?;
         self.store.validate()?;
@@ -489,6 +555,49 @@ impl Config {
         StoreOptions {
             location,
             synchronous: self.store.synchronous,
+        }
+    }
+
+    /// What `[store]` and `[push]` ask for: the store opened (created if
+    /// needed), the idle period, retention and push settings.
+    pub fn durability(&self) -> Result<Durability, StoreError> {
+        let options = self.store_options();
+        match &options.location {
+            StoreLocation::File(path) => tracing::info!(
+                path = %path.display(),
+                synchronous = ?options.synchronous,
+                "task store"
+            ),
+            StoreLocation::Memory => {
+                tracing::warn!("tasks are kept in memory only: a restart forgets them");
+            }
+        }
+        Ok(Durability {
+            store: crate::store::open(&options)?,
+            idle_timeout: self.store.idle_timeout(),
+            retain_terminal: self.store.retention(),
+            push: self.push_settings(),
+        })
+    }
+
+    /// What the task lifecycle takes from the configuration.
+    pub fn task_settings(&self) -> TaskSettings {
+        let limits = &self.limits;
+        TaskSettings {
+            default_model: self.models.default.clone(),
+            selectable_models: self.models.selectable.clone(),
+            default_effort: self.default_effort.clone(),
+            admins: self.admins.clone(),
+            agent: AgentSettings {
+                system_prompt: self.agent.system_prompt.clone(),
+                max_tool_rounds: self.agent.max_tool_rounds,
+            },
+            limits: TaskLimits {
+                max_history_messages: limits.max_history_messages,
+                max_reply_bytes: limits.max_reply_bytes,
+                max_effects: limits.max_effects,
+                max_open_subtasks: limits.max_open_subtasks,
+            },
         }
     }
 

@@ -9,14 +9,14 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use tiny_harness::commands::{CommandRegistry, Registries, RegistryBuilder};
 use tiny_harness::config::{self, Config, Overrides};
-use tiny_harness::model::OfflineModel;
+use tiny_harness::model::Models;
 use tiny_harness::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use tiny_harness::plugins::{
     LoadReport, NativeRegistrations, PluginLoader, PluginStatus, PluginWatch, Reloader,
     register_plugins_command,
 };
 use tiny_harness::server::{self, ServerSettings};
-use tiny_harness::task::{Durability, Participant, Role, TaskService, TaskSettings, TaskView};
+use tiny_harness::task::{Participant, Role, TaskService, TaskView};
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -222,15 +222,10 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _runtime = tokio.enter();
     let _watch = plugins.watch()?;
     let service = TaskService::with_durability(
-        TaskSettings {
-            default_model: config.models.default.clone(),
-            selectable_models: config.models.selectable.clone(),
-            default_effort: config.default_effort.clone(),
-            admins: config.admins.clone(),
-        },
+        config.task_settings(),
         plugins.registries,
-        Arc::new(OfflineModel::new()),
-        Durability::open(&config)?,
+        Models::offline_named(&config.models.selectable, &config.models.default)?,
+        config.durability()?,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;

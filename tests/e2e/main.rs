@@ -7,10 +7,12 @@
 
 mod support;
 
+mod abuse;
 mod cli;
 mod durability;
 mod plugin_host;
 mod remote_executors;
 mod renderers;
 mod scaffold;
+mod security;
 mod server;

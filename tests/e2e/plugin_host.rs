@@ -468,6 +468,7 @@ async fn code_registers_commands_and_native_executors() {
             command: None,
             priority: 50,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(|_, context| {
                 Ok(if context["command"]["name"] == "model" {
                     Decision::Abort(Abort {
@@ -836,6 +837,7 @@ async fn an_executor_cannot_spoof_its_way_into_another_tasks_instance() {
             command: None,
             priority: 1,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(|_, context| {
                 let mut spoofed = context.clone();
                 spoofed["task"]["id"] = json!("victim");

@@ -25,6 +25,7 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
         "greeter" => env!("FIXTURE_GREETER_WASM"),
         "counter" => env!("FIXTURE_COUNTER_WASM"),
         "sleeper" => env!("FIXTURE_SLEEPER_WASM"),
+        "amplifier" => env!("FIXTURE_AMPLIFIER_WASM"),
         other => panic!("no fixture plugin called {other}"),
     })
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tiny_harness::commands::{CommandRegistry, Registries};
-use tiny_harness::model::OfflineModel;
+use tiny_harness::model::Models;
 use tiny_harness::store::TaskStore;
 use tiny_harness::task::{Durability, TaskService, TaskSettings};
 
@@ -19,9 +19,10 @@ pub(crate) fn offline_service(store: Arc<dyn TaskStore>, idle_timeout: Duration)
             selectable_models: vec!["offline-echo".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            ..TaskSettings::default()
         },
         Registries::new(CommandRegistry::default()),
-        Arc::new(OfflineModel::new()),
+        Models::offline(),
         Durability {
             store,
             idle_timeout,

@@ -12,10 +12,10 @@ use super::{
     CommandContext, CommandError, CommandResult, CommandSpec, Completer, InvalidSpec,
     InvokedCommand, Outcome, Suggestion,
 };
-use crate::domain::{Participant, TaskView};
+use crate::domain::{Participant, Role, TaskView};
 use crate::hooks::{
     AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookCall, HookChains, HookEntry,
-    HookPoint, Operation, Phase,
+    HookPoint, Operation, Phase, Trace,
 };
 
 /// A command and who declared it.
@@ -42,8 +42,20 @@ pub enum RegistryError {
     },
     #[error("hook `{hook}` is for command /{command}, which no plugin declares")]
     UnknownCommand { hook: String, command: String },
-    #[error("hook `{hook}` names a command but its point `{point}` is not command.invoked")]
+    #[error(
+        "hook `{hook}` names a command but its point `{point}` is neither command.invoked nor tool.invoked"
+    )]
     CommandFilterOutsideCommands { hook: String, point: String },
+    /// The point exists but the harness never runs executors there.
+    #[error(
+        "hook `{hook}` is at `{point}`, where no executor ever runs: {operation} runs executors at {phases}"
+    )]
+    PhaseNeverRuns {
+        hook: String,
+        point: String,
+        operation: String,
+        phases: String,
+    },
 }
 
 /// Collects declarations and executors; [`RegistryBuilder::freeze`] makes the
@@ -92,18 +104,43 @@ impl RegistryBuilder {
             command: Some(name),
             priority: DEFAULT_PRIORITY,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(BodyExecutor::new(body)),
         })
     }
 
-    /// Add an executor. One filtered to a command needs that command declared.
+    /// Add an executor. It must be at a point that runs, and one filtered
+    /// to a command needs that command declared.
     pub fn add_hook(&mut self, entry: HookEntry) -> Result<(), RegistryError> {
+        if !entry.point.runs() {
+            let phases: Vec<String> = entry
+                .point
+                .operation
+                .phases()
+                .iter()
+                .map(|phase| HookPoint::new(entry.point.operation, *phase).to_string())
+                .collect();
+            return Err(RegistryError::PhaseNeverRuns {
+                hook: entry.qualified_name(),
+                point: entry.point.to_string(),
+                operation: entry.point.operation.as_str().to_owned(),
+                phases: phases.join(", "),
+            });
+        }
         if let Some(command) = &entry.command {
-            if entry.point.operation != Operation::CommandInvoked {
-                return Err(RegistryError::CommandFilterOutsideCommands {
-                    hook: entry.qualified_name(),
-                    point: entry.point.to_string(),
-                });
+            match entry.point.operation {
+                // Filtered to a tool: the tool's body or policy.
+                Operation::ToolInvoked => {
+                    self.hooks.push(entry);
+                    return Ok(());
+                }
+                Operation::CommandInvoked => {}
+                _ => {
+                    return Err(RegistryError::CommandFilterOutsideCommands {
+                        hook: entry.qualified_name(),
+                        point: entry.point.to_string(),
+                    });
+                }
             }
             if !self.commands.contains_key(command) {
                 return Err(RegistryError::UnknownCommand {
@@ -266,18 +303,32 @@ impl CommandRegistry {
             .map_err(|fault| CommandFailure::Failed(format!("completing /{name} {fault}")))
     }
 
-    /// Run a command through `command.invoked`: arguments validated, then the
-    /// `pre` chain (policy), the `in` chain (the body), the `post` chain.
+    /// Run a command through `command.invoked`: the sender's role checked by
+    /// the host against the command's declared roles, arguments validated,
+    /// then the `pre` chain (policy), the `in` chain (the body), the `post`
+    /// chain.
     pub async fn invoke(
         &self,
         call: CommandCall<'_>,
         sender: Participant,
         task: TaskView,
     ) -> Result<Outcome, CommandFailure> {
+        self.invoke_traced(call, sender, task, None).await
+    }
+
+    /// [`CommandRegistry::invoke`], recording every executor's step in `trace`.
+    pub async fn invoke_traced(
+        &self,
+        call: CommandCall<'_>,
+        sender: Participant,
+        task: TaskView,
+        trace: Option<&Trace>,
+    ) -> Result<Outcome, CommandFailure> {
         let registered = self.commands.get(call.name).ok_or_else(|| {
             CommandFailure::Failed(format!("/{} is not a registered command", call.name))
         })?;
         let spec = &registered.spec;
+        check_role(&spec.name, &spec.roles, &sender)?;
         let arguments = spec
             .parse_arguments(call.raw_arguments)
             .map_err(|err| CommandFailure::Usage(err.to_string()))?;
@@ -297,13 +348,13 @@ impl CommandRegistry {
         let mut context = encode(&context, &spec.name)?;
         for phase in [Phase::Pre, Phase::In, Phase::Post] {
             let point = HookPoint::new(Operation::CommandInvoked, phase);
+            let mut hook_call = HookCall::new(point, Some(&task_id));
+            if let Some(trace) = trace {
+                hook_call = hook_call.traced(trace);
+            }
             context = self
                 .hooks
-                .run(
-                    HookCall::new(point, Some(&task_id)),
-                    Some(&spec.name),
-                    context,
-                )
+                .run(hook_call, Some(&spec.name), context)
                 .await
                 .map_err(|err| chain_failure(&spec.name, err))?;
         }
@@ -321,6 +372,37 @@ impl CommandRegistry {
                 "command /{} has no body: no executor on command.invoked.in set a result",
                 spec.name
             ))),
+        }
+    }
+}
+
+/// Who may run a command, decided by the host whatever the plugins say:
+/// watchers never run commands (decision 007), admins run every command,
+/// everyone else needs a role the command declares. A policy hook on
+/// `command.invoked.pre` can refuse more, never allow more.
+fn check_role(command: &str, roles: &[Role], sender: &Participant) -> Result<(), CommandFailure> {
+    let Participant { id, role } = sender;
+    match role {
+        Role::Watcher => Err(CommandFailure::Refused(format!(
+            "watchers cannot run commands; {id} is a watcher"
+        ))),
+        Role::Admin => Ok(()),
+        _ if roles.contains(role) => Ok(()),
+        _ => {
+            let allowed: Vec<&str> = roles.iter().map(|role| role.as_str()).collect();
+            let article = if matches!(role, Role::Assignee) {
+                "an"
+            } else {
+                "a"
+            };
+            let allowed = if allowed.is_empty() {
+                "admins only".to_owned()
+            } else {
+                allowed.join(", ")
+            };
+            Err(CommandFailure::Refused(format!(
+                "/{command} is for {allowed}; {id} is {article} {role}"
+            )))
         }
     }
 }

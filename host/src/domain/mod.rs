@@ -9,12 +9,23 @@
 //! (a Wasm component or a remote endpoint).
 
 mod command;
+mod contexts;
+mod model;
 mod participant;
 mod view;
 
 pub use command::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,
+};
+pub use contexts::{
+    CompletionContext, CompletionDecision, LlmContext, ModelResponse, RequestContext,
+    StateChangedContext, SubtaskSpawnedContext, TaskCreatedContext, TaskRef, ToolContext,
+    ToolResult,
+};
+pub use model::{
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
+    ToolSpec, Usage,
 };
 pub use participant::{MAX_PARTICIPANT_ID_CHARS, Participant, Role, check_participant_id};
 pub use view::{SubtaskView, TaskView};

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::model::Usage;
 use super::participant::{Participant, Role};
 
 use crate::a2a::types::TaskState;
@@ -45,6 +46,9 @@ pub struct TaskView {
     pub subtasks: Vec<SubtaskView>,
     #[serde(default)]
     pub turn_count: u32,
+    /// Tokens the conversation's models reported so far, in total.
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 impl TaskView {
@@ -70,6 +74,7 @@ impl TaskView {
             }],
             subtasks: Vec::new(),
             turn_count: 0,
+            usage: Usage::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::HookPoint;
+use super::{HookPoint, Trace};
 
 /// A boxed, sendable future, so executors of different kinds share one trait
 /// object type.
@@ -77,16 +77,36 @@ pub enum ExecutorFault {
 /// context, which every earlier executor in the chain may replace, no
 /// executor can change these: isolation decisions (such as which task's warm
 /// instance a component may reuse) rest on them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct HookCall<'a> {
     pub point: HookPoint,
     /// The task the operation belongs to, if any.
     pub task_id: Option<&'a str>,
+    /// Where the chain records what each executor did, when the operation
+    /// is part of a traced turn.
+    pub trace: Option<&'a Trace>,
 }
 
 impl<'a> HookCall<'a> {
     pub fn new(point: HookPoint, task_id: Option<&'a str>) -> Self {
-        HookCall { point, task_id }
+        HookCall {
+            point,
+            task_id,
+            trace: None,
+        }
+    }
+
+    /// The same call, recording its steps in `trace`.
+    pub fn traced(self, trace: &'a Trace) -> Self {
+        HookCall {
+            trace: Some(trace),
+            ..self
+        }
+    }
+
+    /// The same call at another point of the same operation.
+    pub fn at(self, point: HookPoint) -> Self {
+        HookCall { point, ..self }
     }
 }
 

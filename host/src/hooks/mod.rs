@@ -7,15 +7,19 @@
 //! native Rust closures registered by an embedding program.
 
 mod chain;
+mod context;
 mod executor;
 mod native;
 mod point;
 mod remote;
+mod trace;
 
 pub use chain::{ChainError, DEFAULT_PRIORITY, HookChains, HookEntry};
+pub use context::HookContext;
 pub use executor::{
     Abort, AbortReason, BoxFuture, Decision, Executor, ExecutorFault, ExecutorKind, HookCall,
 };
 pub use native::NativeExecutor;
 pub use point::{HookPoint, Operation, Phase, UnknownHookPoint};
 pub use remote::RemoteExecutor;
+pub use trace::{MAX_TRACE_STEPS, StepOutcome, Trace, TraceRecord, TraceStep};

@@ -62,6 +62,26 @@ impl Operation {
         Operation::SubtaskSpawned,
     ];
 
+    /// The phases at which this operation runs executors. An executor at
+    /// any other phase would never run, so the loader refuses it.
+    ///
+    /// Notifications (`task.created`, `task.state_changed`,
+    /// `subtask.spawned`) have no body of their own to replace; the state
+    /// change itself has no `pre`, since nothing may stop a task from
+    /// changing state once its lifecycle decided it.
+    pub fn phases(self) -> &'static [Phase] {
+        match self {
+            Operation::RequestReceived | Operation::TaskCreated | Operation::SubtaskSpawned => {
+                &[Phase::Pre, Phase::Post]
+            }
+            Operation::TaskStateChanged => &[Phase::Post],
+            Operation::TaskComplete
+            | Operation::CommandInvoked
+            | Operation::LlmInvoked
+            | Operation::ToolInvoked => &[Phase::Pre, Phase::In, Phase::Post],
+        }
+    }
+
     /// The operation's name as it appears in a hook point.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -87,6 +107,11 @@ pub struct HookPoint {
 impl HookPoint {
     pub const fn new(operation: Operation, phase: Phase) -> Self {
         HookPoint { operation, phase }
+    }
+
+    /// Whether the harness ever runs executors at this point.
+    pub fn runs(self) -> bool {
+        self.operation.phases().contains(&self.phase)
     }
 }
 
@@ -140,6 +165,22 @@ mod tests {
                 let point = HookPoint::new(operation, phase);
                 assert_eq!(point.to_string().parse::<HookPoint>(), Ok(point));
             }
+        }
+    }
+
+    #[test]
+    fn the_catalogue_says_which_phases_run() {
+        let runs = |point: &str| point.parse::<HookPoint>().expect("known").runs();
+        assert!(runs("command.invoked.pre") && runs("tool.invoked.in") && runs("llm.invoked.post"));
+        assert!(runs("task.created.pre") && runs("subtask.spawned.post"));
+        assert!(!runs("task.created.in") && !runs("task.state_changed.pre"));
+        assert!(!runs("request.received.in") && !runs("subtask.spawned.in"));
+        for operation in Operation::ALL {
+            assert!(
+                operation.phases().contains(&Phase::Post),
+                "{}",
+                operation.as_str()
+            );
         }
     }
 

@@ -1,44 +1,153 @@
-//! Model providers. The embedded default is a deterministic offline model,
-//! so the harness converses on a fresh machine with no network or keys.
+//! Model providers, by name.
 //!
-//! The trait is the contract with the task lifecycle: a request (model,
-//! effort, the conversation so far) in, a stream of progress and one reply
-//! out. Dropping the stream must stop the work: that is how a turn is cut.
+//! A [`Model`] streams typed events for a typed request (the contract's data
+//! lives in [`crate::domain`]: [`ModelRequest`], [`ModelEvent`],
+//! [`ModelError`]). Dropping the stream must stop the work and close any
+//! connection: that is how a complete control or a cancellation cuts a
+//! turn.
+//!
+//! [`Models`] holds the models the configuration names (`[models.<name>]`);
+//! the names are what `/model` may switch between. The embedded default is
+//! the deterministic offline model, so the harness converses on a fresh
+//! machine with no network or keys.
 
 mod offline;
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_core::Stream;
-use serde::{Deserialize, Serialize};
 
-use crate::a2a::types::Message;
-
+pub use crate::domain::{
+    ChatMessage, Effort, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, ToolOutput,
+    ToolSpec, Usage,
+};
 pub use offline::{MAX_WORK_SECONDS, OfflineModel};
 
-/// What the lifecycle asks a model. It is also the `request` of the
-/// `llm.invoked` hook context, so executors may read and replace it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelRequest {
-    pub model: String,
-    pub effort: String,
-    /// The conversation so far, oldest first, ending with the new message.
-    pub history: Vec<Message>,
-}
-
-/// One step of a model's answer.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ModelEvent {
-    /// Progress to show while the turn runs (streamed as a status update).
-    Progress(String),
-    /// The reply; `asks_question` parks the task as `awaiting-answer`.
-    Reply { text: String, asks_question: bool },
-}
-
-pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, String>> + Send>>;
+/// A model's streamed answer: events until [`ModelEvent::Stop`], or an error.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
 
 /// A model provider.
 pub trait Model: Send + Sync + 'static {
-    /// Answer `request`; the stream ends after one `Reply` (or an error).
-    fn respond(&self, request: ModelRequest) -> ModelStream;
+    /// Answer `request`, streaming. The stream ends after `Stop` or an error;
+    /// dropping it cancels the request.
+    fn stream(&self, request: ModelRequest) -> ModelStream;
+}
+
+/// The names of the offline models a configuration without `[models.*]`
+/// offers; both are the same deterministic model.
+pub const OFFLINE_MODELS: [&str; 2] = ["offline-echo", "offline-large"];
+
+/// How many tokens of conversation an offline model takes per request.
+const OFFLINE_CONTEXT_WINDOW: u64 = 128_000;
+
+/// A configured model: the provider behind a name, and its limits.
+#[derive(Clone)]
+pub struct ModelEntry {
+    /// The provider, reached through the configuration's settings.
+    pub model: Arc<dyn Model>,
+    /// The most tokens a request may carry (system prompt, conversation and
+    /// tool schemas); older turns are left out to fit.
+    pub context_window: u64,
+    /// The most tokens an answer may take, sent with each request.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl fmt::Debug for ModelEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelEntry")
+            .field("context_window", &self.context_window)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The models a conversation may use, by name, and the default.
+#[derive(Clone, Debug)]
+pub struct Models {
+    entries: BTreeMap<String, ModelEntry>,
+    default: String,
+}
+
+/// The default model is not among the configured ones.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the default model `{default}` is not configured; configured models: {}", names.join(", "))]
+pub struct UnknownDefault {
+    pub default: String,
+    pub names: Vec<String>,
+}
+
+impl Models {
+    /// `entries` by name, `default` among them.
+    pub fn new(
+        entries: BTreeMap<String, ModelEntry>,
+        default: String,
+    ) -> Result<Self, UnknownDefault> {
+        if !entries.contains_key(&default) {
+            return Err(UnknownDefault {
+                default,
+                names: entries.keys().cloned().collect(),
+            });
+        }
+        Ok(Models { entries, default })
+    }
+
+    /// The embedded default: the offline models, `offline-echo` first.
+    pub fn offline() -> Self {
+        Self::only(Arc::new(OfflineModel::new()))
+    }
+
+    /// Every offline name served by `model` (tests substitute their own).
+    pub fn only(model: Arc<dyn Model>) -> Self {
+        let entries = OFFLINE_MODELS
+            .iter()
+            .map(|name| {
+                let entry = ModelEntry {
+                    model: Arc::clone(&model),
+                    context_window: OFFLINE_CONTEXT_WINDOW,
+                    max_output_tokens: None,
+                };
+                ((*name).to_owned(), entry)
+            })
+            .collect();
+        Models {
+            entries,
+            default: OFFLINE_MODELS[0].to_owned(),
+        }
+    }
+
+    /// The offline model under each of `names`, `default` among them (until
+    /// `[models.<name>]` configures providers, every selectable name is the
+    /// offline model).
+    pub fn offline_named(names: &[String], default: &str) -> Result<Self, UnknownDefault> {
+        let model: Arc<dyn Model> = Arc::new(OfflineModel::new());
+        let entries = names
+            .iter()
+            .map(|name| {
+                let entry = ModelEntry {
+                    model: Arc::clone(&model),
+                    context_window: OFFLINE_CONTEXT_WINDOW,
+                    max_output_tokens: None,
+                };
+                (name.clone(), entry)
+            })
+            .collect();
+        Models::new(entries, default.to_owned())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ModelEntry> {
+        self.entries.get(name)
+    }
+
+    /// The model a new conversation starts on.
+    pub fn default_name(&self) -> &str {
+        &self.default
+    }
+
+    /// Every configured name, in order: the `/model` allowlist.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
 }

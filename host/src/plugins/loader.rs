@@ -205,7 +205,12 @@ impl PluginLoader {
         let timeout = hook_timeout(declaration, builder)?;
         let is_body = point == HookPoint::new(Operation::CommandInvoked, Phase::In)
             && declaration.command.is_some();
-        let (kind, executor): (ExecutorKind, Arc<dyn Executor>) = match declaration.source()? {
+        let source = declaration.source()?;
+        let source_name = match &source {
+            ExecutorSource::Component(path) => path.clone(),
+            ExecutorSource::Remote(url) => url.clone(),
+        };
+        let (kind, executor): (ExecutorKind, Arc<dyn Executor>) = match source {
             ExecutorSource::Component(path) => {
                 let component = components.get(self, candidate, &path)?;
                 let executor: Arc<dyn Executor> = if is_body && component.exports_command() {
@@ -238,6 +243,7 @@ impl PluginLoader {
             command: declaration.command.clone(),
             priority: declaration.priority.unwrap_or(DEFAULT_PRIORITY),
             kind,
+            source: source_name,
             executor,
         })
     }

@@ -1,7 +1,7 @@
 //! In-process tests of the whole router: every error path of both bindings, auth, rate
 //! limits, version negotiation, body limits, REST routing, and the agent card.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::Router;
@@ -13,7 +13,7 @@ use tower::ServiceExt;
 
 use super::{ServerSettings, app};
 use crate::commands::{CommandRegistry, Registries};
-use crate::model::OfflineModel;
+use crate::model::Models;
 use crate::plugins::PluginLoader;
 use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use crate::task::{TaskService, TaskSettings};
@@ -42,9 +42,10 @@ fn service(registry: CommandRegistry) -> TaskService {
             selectable_models: vec!["offline-echo".into(), "offline-large".into()],
             default_effort: "medium".into(),
             admins: Vec::new(),
+            ..TaskSettings::default()
         },
         Registries::new(registry),
-        Arc::new(OfflineModel::new()),
+        Models::offline(),
     )
 }
 

@@ -26,10 +26,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::access;
+use super::agent::AgentTurn;
 use super::classify::{self, Class};
 use super::completion::{self, Verdict};
 use super::directory::Directory;
@@ -37,20 +38,27 @@ use super::effects;
 use super::env::Env;
 use super::events::{self, Sequenced};
 use super::inbox::{Admitted, Canceller, Command, Reply, Submission, stopped};
-use super::job::{Job, Step, TurnOutput};
+use super::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
-use super::notify::Notifier;
+use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
 use super::state::{Change, Lifecycle, StatusChange, SubState, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
+use super::tools::Toolbox;
+use super::transcript::{self, HarnessMark};
 use super::turn;
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{Message, Role as MessageRole, Task, TaskState, Timestamp};
+use crate::a2a::types::{
+    Message, Role as MessageRole, StreamResponse, Task, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, Timestamp,
+};
 use crate::commands::{CommandFailure, Effect, Outcome};
-use crate::domain::{Participant, Role, SubtaskView, TaskView};
-use crate::hooks::Operation;
-use crate::model::ModelRequest;
+use crate::domain::{
+    Participant, RequestContext, Role, StateChangedContext, SubtaskSpawnedContext, SubtaskView,
+    TaskCreatedContext, TaskRef, TaskView,
+};
+use crate::hooks::{Trace, TraceRecord};
 
 /// How an actor comes to run.
 pub(crate) enum Start {
@@ -82,7 +90,7 @@ pub(crate) fn spawn(
         .map(|message| (message.message_id.clone(), message.role))
         .collect();
     let actor = TaskActor {
-        notifier: Notifier::spawn(env.registries.clone(), record.id.clone()),
+        notifier: Notifier::new(env.registries.clone(), record.id.clone()),
         message_ids,
         record,
         journal,
@@ -96,6 +104,7 @@ pub(crate) fn spawn(
         waiters: Vec::new(),
         children: Vec::new(),
         notes: Vec::new(),
+        subtask_waiters: HashMap::new(),
         turn_ended: false,
         broken: None,
     };
@@ -135,7 +144,9 @@ struct TaskActor {
     /// after it.
     children: Vec<(TaskRecord, Journal)>,
     /// Notification hooks to run once the current changes are committed.
-    notes: Vec<(Operation, Value)>,
+    notes: Vec<Notification>,
+    /// Tool calls of the running turn waiting for a sub-task to end.
+    subtask_waiters: HashMap<String, oneshot::Sender<SubtaskEnd>>,
     /// The turn ended since the last commit: answer the waiters after it.
     turn_ended: bool,
     /// The store refused a write; the actor stops.
@@ -147,7 +158,10 @@ impl TaskActor {
         match start {
             Start::Conversation { .. } => {}
             Start::Delegated => {
-                self.note(Operation::TaskCreated, json!({ "task": self.view() }));
+                self.note(Notification::Created(TaskCreatedContext {
+                    task: self.view(),
+                    created_by: None,
+                }));
                 self.start_goal().await;
             }
             Start::Recovered => self.recover().await,
@@ -226,6 +240,15 @@ impl TaskActor {
         if let Class::Participants(grants) = &submission.class {
             participants::check_grants(&self.record.participants, grants)?;
         }
+        let limit = self.env.settings.limits.max_history_messages;
+        if self.record.history.len() >= limit {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {} holds {limit} messages, the most one task may hold (`[limits] \
+                 max_history_messages`); complete it and continue in a new task with the same \
+                 contextId",
+                self.record.id
+            )));
+        }
         let id = &submission.message.message_id;
         if self.message_ids.contains_key(id) {
             // The id of one of the agent's messages: reusing it would make
@@ -298,6 +321,18 @@ impl TaskActor {
         let sender = Participant { id: sender, role };
         message.task_id = Some(self.record.id.clone());
         message.context_id = Some(self.record.context_id.clone());
+        match &class {
+            Class::Ordinary => self.note(Notification::Received(RequestContext {
+                text: super::state::message_text(&message),
+                sender: sender.clone(),
+                task: before.clone(),
+            })),
+            // The model never sees commands or envelopes (`transcript`).
+            Class::Command(_) => transcript::mark(&mut message, HarnessMark::Command),
+            Class::Complete | Class::Participants(_) => {
+                transcript::mark(&mut message, HarnessMark::Envelope);
+            }
+        }
         let events = self.events.subscribe();
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
@@ -320,7 +355,8 @@ impl TaskActor {
         if let Class::Participants(grants) = &class {
             let text = participants::confirmation(grants);
             self.apply(Change::Participants(grants.clone()));
-            self.park(text, None, SubState::AwaitingNextMessage);
+            let sub_state = self.waiting_sub_state();
+            self.park(text, sub_state);
         }
         let (done, waiter) = oneshot::channel();
         self.waiters.push((history_length, done));
@@ -371,16 +407,28 @@ impl TaskActor {
 
     fn start_model_turn(&mut self) {
         let registry = self.env.registries.current();
-        let model = Arc::clone(&self.env.model);
-        let view = self.view();
-        let request = ModelRequest {
-            model: self.record.model.clone(),
-            effort: self.record.effort.clone(),
-            history: self.record.history.clone(),
+        let settings = &self.env.settings;
+        let entry = self.env.models.get(&self.record.model).cloned();
+        let tools = match self.record.lifecycle {
+            Lifecycle::Conversation => Toolbox::conversation(),
+            Lifecycle::Delegated { .. } => Toolbox::delegated(),
         };
-        self.job = Some(Job::spawn(|progress| {
-            turn::model_turn(registry, model, view, request, progress)
-        }));
+        let system = settings.agent.system_prompt.clone();
+        let budget = entry.as_ref().map_or(u64::MAX, |entry| {
+            transcript_budget(entry, system.as_deref(), &tools)
+        });
+        let turn = AgentTurn {
+            registry,
+            model: entry,
+            model_name: self.record.model.clone(),
+            effort: self.record.effort.parse().unwrap_or_default(),
+            system,
+            max_tool_rounds: settings.agent.max_tool_rounds,
+            task: self.view(),
+            transcript: transcript::transcript(&self.record.history, budget),
+            tools,
+        };
+        self.job = Some(Job::spawn(|link| turn.run(link)));
     }
 
     fn start_completion(&mut self, requested_by: Participant, task: TaskView) {
@@ -388,7 +436,12 @@ impl TaskActor {
         let open: Vec<_> = task.open_subtasks().cloned().collect();
         let context = completion::context(task, &requested_by, &open);
         self.job = Some(Job::spawn(|_| async move {
-            TurnOutput::Completion(completion::decide(registry, requested_by, context).await)
+            let trace = Trace::default();
+            let verdict = completion::decide(registry, context, &trace).await;
+            TurnOutput {
+                trace: trace.finish(),
+                ..TurnOutput::untraced(TurnEnd::Completion(verdict))
+            }
         }));
     }
 
@@ -413,12 +466,61 @@ impl TaskActor {
                 self.apply(Change::Status(StatusChange::progress(message)));
                 let _ = self.settle().await;
             }
+            Some(Step::Delta(text)) => self.stream_delta(text),
+            Some(Step::Record(record, committed)) => {
+                self.record_step(record);
+                if self.settle().await.is_ok() {
+                    let _ = committed.send(());
+                }
+            }
+            Some(Step::Spawn { goal, answer }) => {
+                let spawned = self.spawn_for_tool(&goal);
+                let spawned = match self.settle().await {
+                    Ok(()) => spawned,
+                    Err(error) => Err(error.to_string()),
+                };
+                let _ = answer.send(spawned);
+            }
             Some(Step::Done(output)) => self.end_job(output).await,
             None => {
-                self.end_job(TurnOutput::Failed("the turn stopped unexpectedly".into()))
-                    .await;
+                let failed = TurnEnd::Failed("the turn stopped unexpectedly".into());
+                self.end_job(TurnOutput::untraced(failed)).await;
             }
         }
+    }
+
+    /// Send the next piece of the reply to whoever is subscribed, now: a
+    /// live-only event, never stored (the reply is, when the turn ends).
+    fn stream_delta(&self, text: String) {
+        if self.events.receiver_count() == 0 {
+            return;
+        }
+        let mut message = self.record.agent_message(text, None);
+        message.metadata = transcript::stream_metadata(transcript::TEXT_DELTA);
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.record.id.clone(),
+            context_id: self.record.context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: Some(message),
+                timestamp: Some(Timestamp::now()),
+            },
+            metadata: transcript::stream_metadata(transcript::TEXT_DELTA),
+        });
+        let _ = self.events.send(Sequenced::live(self.record.seq, event));
+    }
+
+    /// Journal tool activity of the running turn: it joins the history (the
+    /// next model request reads it back) and streams as a status update.
+    fn record_step(&mut self, record: Record) {
+        let (parts, metadata) = match &record {
+            Record::ToolCalls { text, calls } => transcript::tool_calls_parts(text, calls),
+            Record::ToolResult(output) => transcript::tool_result_parts(output),
+        };
+        let mut message = self.record.agent_message(String::new(), None);
+        message.parts = parts;
+        message.metadata = metadata;
+        self.apply(Change::Status(StatusChange::recorded(message)));
     }
 
     async fn end_job(&mut self, output: TurnOutput) {
@@ -430,41 +532,62 @@ impl TaskActor {
     }
 
     fn finish(&mut self, output: TurnOutput) {
+        let TurnOutput { end, trace, usage } = output;
+        // Waiters of a turn that ended (or was cut) hear nothing more.
+        self.subtask_waiters.clear();
+        if let Some(usage) = usage {
+            self.apply(Change::Usage(usage));
+        }
+        let ending = Ending {
+            trace: Some(TurnTrace { trace, usage }),
+            ..Ending::default()
+        };
         let delegated = matches!(self.record.lifecycle, Lifecycle::Delegated { .. });
-        match output {
-            TurnOutput::Reply { text, .. } if delegated => {
-                self.conclude(TaskState::Completed, text, None);
+        match end {
+            TurnEnd::Reply(text) if delegated => self.conclude(TaskState::Completed, text, ending),
+            TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) if delegated => {
+                self.conclude(TaskState::Failed, reason, Ending::notice(ending))
             }
-            TurnOutput::Failed(reason) if delegated => {
-                self.conclude(TaskState::Failed, reason, None);
-            }
-            TurnOutput::Reply {
-                text,
-                asks_question,
-            } => {
-                let sub_state = if asks_question {
-                    SubState::AwaitingAnswer
-                } else {
-                    SubState::AwaitingNextMessage
+            TurnEnd::Reply(text) => self.end_turn(text, SubState::AwaitingNextMessage, ending),
+            TurnEnd::Asked(question) => {
+                let ending = Ending {
+                    mark: Some(HarnessMark::Question),
+                    ..ending
                 };
-                self.park(text, None, sub_state);
+                self.end_turn(question, SubState::AwaitingAnswer, ending);
             }
-            TurnOutput::Failed(reason) => {
+            TurnEnd::Failed(reason) => {
                 let text = format!("This turn failed: {reason}");
-                self.park(text, None, SubState::AwaitingNextMessage);
+                self.end_turn(text, SubState::AwaitingNextMessage, Ending::notice(ending));
             }
-            TurnOutput::Command(result) => self.finish_command(result),
-            TurnOutput::Completion(verdict) => self.finish_completion(verdict),
+            TurnEnd::Stopped(text) => {
+                self.end_turn(text, SubState::AwaitingNextMessage, Ending::notice(ending));
+            }
+            TurnEnd::Command(result) => self.finish_command(result, ending),
+            TurnEnd::Completion(verdict) => self.finish_completion(verdict, ending),
         }
     }
 
     /// The command's reply (or why it failed, or why its effects were
     /// refused) is the agent's message; the outcome never reaches the model.
     /// Its effects and the reply are committed together.
-    fn finish_command(&mut self, result: Result<Outcome, CommandFailure>) {
+    fn finish_command(&mut self, result: Result<Outcome, CommandFailure>, ending: Ending) {
+        let command = match &self.record.turn {
+            Some(Turn {
+                work: TurnWork::Command { text, .. },
+                ..
+            }) => text
+                .split_whitespace()
+                .next()
+                .unwrap_or("/")
+                .trim_start_matches('/')
+                .to_owned(),
+            _ => String::new(),
+        };
+        let open = self.record.open_subtasks().count();
         let (text, data) = match result {
             Err(failure) => (failure.to_string(), None),
-            Ok(outcome) => match effects::check(&outcome.effects, &self.env.settings) {
+            Ok(outcome) => match effects::check(&command, &outcome, &self.env.settings, open) {
                 Err(refusal) => (refusal, None),
                 Ok(()) => {
                     for effect in outcome.effects {
@@ -474,38 +597,83 @@ impl TaskActor {
                 }
             },
         };
-        self.park(text, data, SubState::AwaitingNextMessage);
+        let sub_state = self.waiting_sub_state();
+        let ending = Ending {
+            data,
+            mark: Some(HarnessMark::Command),
+            ..ending
+        };
+        self.end_turn(text, sub_state, ending);
     }
 
     fn apply_effect(&mut self, effect: Effect) {
         match effect {
             Effect::SetModel(model) => self.apply(Change::Model(model)),
             Effect::SetEffort(effort) => self.apply(Change::Effort(effort)),
-            Effect::SpawnSubtask(goal) => self.spawn_subtask(&goal),
+            Effect::SpawnSubtask(goal) => {
+                // Checked with the outcome (`effects::check`): it fits.
+                let _ = self.spawn_subtask(&goal);
+            }
         }
     }
 
-    fn finish_completion(&mut self, verdict: Verdict) {
-        let (text, data) = (verdict.message(), Some(verdict.data()));
+    fn finish_completion(&mut self, verdict: Verdict, ending: Ending) {
+        let ending = Ending {
+            data: Some(verdict.data()),
+            ..Ending::notice(ending)
+        };
+        let text = verdict.message();
         if verdict.allowed {
-            self.conclude(TaskState::Completed, text, data);
+            self.conclude(TaskState::Completed, text, ending);
         } else {
-            self.park(text, data, SubState::AwaitingNextMessage);
+            let sub_state = self.waiting_sub_state();
+            self.end_turn(text, sub_state, ending);
+        }
+    }
+
+    /// What a conversation waits for after a turn that did not answer the
+    /// model's question (a command, a refused completion): still the answer,
+    /// if one is owed.
+    fn waiting_sub_state(&self) -> SubState {
+        if transcript::awaits_answer(&self.record.history) {
+            SubState::AwaitingAnswer
+        } else {
+            SubState::AwaitingNextMessage
         }
     }
 
     /// End the turn in `INPUT_REQUIRED` with the agent's `text`.
-    fn park(&mut self, text: String, data: Option<Value>, sub_state: SubState) {
-        let reply = self.record.agent_message(text, data);
+    fn end_turn(&mut self, text: String, sub_state: SubState, ending: Ending) {
+        let reply = self.ending_message(text, ending);
         self.apply(Change::Status(StatusChange::parked(reply, sub_state)));
         self.turn_ended = true;
     }
 
+    /// End the turn in `INPUT_REQUIRED` with a notice from the harness.
+    fn park(&mut self, text: String, sub_state: SubState) {
+        self.end_turn(text, sub_state, Ending::notice(Ending::default()));
+    }
+
     /// End the task in terminal `state`, explained by the agent's `text`.
-    fn conclude(&mut self, state: TaskState, text: String, data: Option<Value>) {
-        let message = self.record.agent_message(text, data);
+    fn conclude(&mut self, state: TaskState, text: String, ending: Ending) {
+        let message = self.ending_message(text, ending);
         self.apply(Change::Status(StatusChange::finished(state, message)));
         self.turn_ended = true;
+    }
+
+    /// The agent message that ends a turn: its text and data, what it is to
+    /// the model, and the turn's trace.
+    fn ending_message(&self, text: String, ending: Ending) -> Message {
+        let mut message = self.record.agent_message(text, ending.data);
+        if let Some(mark) = ending.mark {
+            transcript::mark(&mut message, mark);
+        }
+        if let Some(turn) = ending.trace
+            && let Ok(trace) = serde_json::to_value(turn)
+        {
+            message.metadata.insert(TRACE_KEY.into(), trace);
+        }
+        message
     }
 
     // --- Recovery ------------------------------------------------------------------------
@@ -520,9 +688,9 @@ impl TaskActor {
             Resume::Interrupted { why, .. } => {
                 tracing::warn!(task = %self.record.id, "a turn interrupted by a restart is not repeated");
                 if matches!(self.record.lifecycle, Lifecycle::Delegated { .. }) {
-                    self.conclude(TaskState::Failed, why, None);
+                    self.conclude(TaskState::Failed, why, Ending::notice(Ending::default()));
                 } else {
-                    self.park(why, None, SubState::AwaitingNextMessage);
+                    self.park(why, SubState::AwaitingNextMessage);
                 }
             }
         }
@@ -588,7 +756,7 @@ impl TaskActor {
         };
         self.job = None;
         self.cancel_subtasks().await;
-        self.conclude(TaskState::Canceled, text, None);
+        self.conclude(TaskState::Canceled, text, Ending::notice(Ending::default()));
         self.settle().await?;
         // Queued messages are refused now that the task is terminal.
         self.pump().await;
@@ -620,24 +788,49 @@ impl TaskActor {
 
     // --- Sub-tasks -----------------------------------------------------------------------
 
-    fn spawn_subtask(&mut self, goal: &str) {
+    /// Delegate `goal` to a new sub-task, stored with this task's next
+    /// commit and started after it.
+    fn spawn_subtask(&mut self, goal: &str) -> Result<SubtaskView, String> {
         let child = subtasks::child_of(&self.record, goal);
-        let Some(subtask) = child.as_subtask() else {
-            return;
-        };
-        let journal = match Journal::new_task(&child, None) {
-            Ok(journal) => journal,
-            Err(error) => {
-                tracing::error!(task = %self.record.id, %error, "cannot record a sub-task");
-                return;
-            }
-        };
+        let subtask = child
+            .as_subtask()
+            .ok_or("a sub-task must be a delegated task")?;
+        let journal = Journal::new_task(&child, None).map_err(|error| {
+            tracing::error!(task = %self.record.id, %error, "cannot record a sub-task");
+            format!("the sub-task could not be recorded: {error}")
+        })?;
         // Listed before the child runs, so its reports find it; both are
         // stored in the same commit.
         self.apply(Change::Subtask(subtask.clone()));
-        let context = json!({ "task": self.view(), "subtask": subtask });
-        self.note(Operation::SubtaskSpawned, context);
+        self.note(Notification::Spawned(SubtaskSpawnedContext {
+            parent: TaskRef {
+                id: self.record.id.clone(),
+                context_id: self.record.context_id.clone(),
+            },
+            goal: subtask.goal.clone(),
+            subtask: Some(subtask.clone()),
+        }));
         self.children.push((child, journal));
+        Ok(subtask)
+    }
+
+    /// A `spawn_subtask` tool call: the sub-task, if it may start, and how
+    /// the call learns its end.
+    fn spawn_for_tool(&mut self, goal: &str) -> Result<Spawned, String> {
+        if goal.trim().is_empty() {
+            return Err("spawn_subtask needs a goal".into());
+        }
+        let limit = self.env.settings.limits.max_open_subtasks;
+        if self.record.open_subtasks().count() >= limit {
+            return Err(format!(
+                "{limit} sub-tasks are open, the most a task may have at once (`[limits] \
+                 max_open_subtasks`); wait for one to finish"
+            ));
+        }
+        let subtask = self.spawn_subtask(goal)?;
+        let (sender, ended) = oneshot::channel();
+        self.subtask_waiters.insert(subtask.id.clone(), sender);
+        Ok(Spawned { subtask, ended })
     }
 
     /// Record how a sub-task stands. Reports can arrive twice (a report and
@@ -655,12 +848,17 @@ impl TaskActor {
             .any(|artifact| artifact.artifact_id == artifact_id);
         // A finished task takes no more artifacts; its list still shows how
         // the sub-task ended.
-        if let Some(result) = result
-            && !recorded
-            && !self.record.is_terminal()
-        {
-            let artifact = subtasks::result_artifact(&subtask, &result);
-            self.apply(Change::Artifact(artifact));
+        if let Some(result) = result {
+            if let Some(waiter) = self.subtask_waiters.remove(&subtask.id) {
+                let _ = waiter.send(SubtaskEnd {
+                    state: subtask.state.clone(),
+                    text: result.clone(),
+                });
+            }
+            if !recorded && !self.record.is_terminal() {
+                let artifact = subtasks::result_artifact(&subtask, &result);
+                self.apply(Change::Artifact(artifact));
+            }
         }
     }
 
@@ -701,8 +899,8 @@ impl TaskActor {
         self.broken.get_or_insert(error);
     }
 
-    fn note(&mut self, operation: Operation, context: Value) {
-        self.notes.push((operation, context));
+    fn note(&mut self, notification: Notification) {
+        self.notes.push(notification);
     }
 
     /// Commit this step's changes, then tell everyone: events, hooks,
@@ -754,8 +952,17 @@ impl TaskActor {
 
     async fn publish(&mut self, published: Published) {
         if published.created {
+            let created_by = self
+                .record
+                .participants
+                .iter()
+                .find(|participant| participant.role == Role::Reporter)
+                .cloned();
             self.notifier
-                .post(Operation::TaskCreated, json!({ "task": self.view() }));
+                .post(Notification::Created(TaskCreatedContext {
+                    task: self.view(),
+                    created_by,
+                }));
         }
         for event in published.events {
             self.env.push.post(&self.record.id, event.seq, &event.event);
@@ -777,14 +984,18 @@ impl TaskActor {
     }
 
     fn post_notes(&mut self) {
-        for (operation, context) in self.notes.drain(..) {
-            self.notifier.post(operation, context);
+        for notification in self.notes.drain(..) {
+            self.notifier.post(notification);
         }
     }
 
     async fn on_transition(&mut self, from: TaskState, to: TaskState) {
-        let context = json!({ "task": self.view(), "from": from, "to": to });
-        self.notifier.post(Operation::TaskStateChanged, context);
+        self.notifier
+            .post(Notification::StateChanged(StateChangedContext {
+                task: self.view(),
+                from: from.as_str().to_owned(),
+                to: to.as_str().to_owned(),
+            }));
         let Some(report) = Report::of(&self.record) else {
             return;
         };
@@ -844,6 +1055,59 @@ impl TaskActor {
             }
         }
     }
+}
+
+/// Where the agent message that ends a turn records what ran.
+const TRACE_KEY: &str = "trace";
+
+/// How a turn's last message is written.
+#[derive(Default)]
+struct Ending {
+    /// Structured data beside the text.
+    data: Option<Value>,
+    /// What the message is to the model, if it is not the model's reply.
+    mark: Option<HarnessMark>,
+    /// What ran in the turn.
+    trace: Option<TurnTrace>,
+}
+
+impl Ending {
+    /// `ending` for a message of the harness's own.
+    fn notice(ending: Ending) -> Ending {
+        Ending {
+            mark: Some(HarnessMark::Notice),
+            ..ending
+        }
+    }
+}
+
+/// `metadata.trace` of a turn's last message.
+#[derive(serde::Serialize)]
+struct TurnTrace {
+    #[serde(flatten)]
+    trace: TraceRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<crate::domain::Usage>,
+}
+
+/// How many tokens of conversation fit a request to `entry`: its window,
+/// less what the answer, the system prompt and the tools' schemas take.
+fn transcript_budget(
+    entry: &crate::model::ModelEntry,
+    system: Option<&str>,
+    tools: &Toolbox,
+) -> u64 {
+    let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
+    let schemas: usize = tools
+        .specs()
+        .iter()
+        .map(|spec| spec.name.len() + spec.description.len() + spec.input_schema.to_string().len())
+        .sum();
+    entry
+        .context_window
+        .saturating_sub(u64::from(entry.max_output_tokens.unwrap_or(0)))
+        .saturating_sub(tokens(system.map_or(0, str::len)))
+        .saturating_sub(tokens(schemas))
 }
 
 /// The running job's next step; pending forever when there is none.

@@ -1,8 +1,7 @@
 //! Deciding whether a participant may complete a task, through `task.complete`.
 //!
-//! The context is
-//! `{"task": <task view>, "requested_by": {"id", "role"},
-//!   "open_subtasks": [{"id", "goal", "state"}], "decision": null}`.
+//! The context is [`CompletionContext`]: the task, who asks, its open
+//! sub-tasks, and the decision once a body set it.
 //!
 //! * `pre`: an abort refuses the completion with its message.
 //! * `in`: the body. The harness's own default runs as a native executor at
@@ -17,15 +16,14 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::turn::hook_failure;
 use crate::commands::CommandRegistry;
-use crate::domain::{Participant, SubtaskView, TaskView};
+use crate::domain::{CompletionContext, Participant, SubtaskView, TaskView};
 use crate::hooks::{
     ChainError, DEFAULT_PRIORITY, Decision, ExecutorFault, ExecutorKind, HookCall, HookChains,
-    HookEntry, HookPoint, NativeExecutor, Operation, Phase,
+    HookEntry, HookPoint, NativeExecutor, Operation, Phase, Trace,
 };
 
 /// The outcome of a completion request.
@@ -59,30 +57,27 @@ impl Verdict {
     }
 }
 
-/// The `decision` an executor sets.
-#[derive(Deserialize)]
-struct CompletionDecision {
-    allow: bool,
-    #[serde(default)]
-    reason: Option<String>,
+/// The `task.complete` context for `requested_by` on `task`.
+pub(crate) fn context(
+    task: TaskView,
+    requested_by: &Participant,
+    open: &[SubtaskView],
+) -> CompletionContext {
+    CompletionContext {
+        task,
+        requested_by: requested_by.clone(),
+        open_subtasks: open.to_vec(),
+        decision: None,
+    }
 }
 
-/// The `task.complete` context.
-pub(crate) fn context(task: TaskView, requested_by: &Participant, open: &[SubtaskView]) -> Value {
-    json!({
-        "task": task,
-        "requested_by": requested_by,
-        "open_subtasks": open,
-        "decision": null,
-    })
-}
-
-/// Run `task.complete` on `context`.
+/// Run `task.complete` on `context`, recording its steps in `trace`.
 pub(crate) async fn decide(
     registry: Arc<CommandRegistry>,
-    requested_by: Participant,
-    context: Value,
+    context: CompletionContext,
+    trace: &Trace,
 ) -> Verdict {
+    let requested_by = context.requested_by.clone();
     let refuse = |reason: String| Verdict {
         allowed: false,
         reason: Some(reason),
@@ -90,41 +85,46 @@ pub(crate) async fn decide(
     };
     // The harness built this context, so its task id is the task's own;
     // executors may rewrite the context, never the call.
-    let task_id = context["task"]["id"].as_str().map(str::to_owned);
-    let decision = match run_chains(&registry, task_id.as_deref(), context).await {
-        Ok(context) => read_decision(&context),
-        Err(reason) => return refuse(reason),
-    };
-    match decision {
-        Ok(decision) => Verdict {
+    let task_id = context.task.id.clone();
+    let call = HookCall::new(
+        HookPoint::new(Operation::TaskComplete, Phase::Pre),
+        Some(&task_id),
+    )
+    .traced(trace);
+    match run_chains(&registry, call, context).await {
+        Ok(CompletionContext {
+            decision: Some(decision),
+            ..
+        }) => Verdict {
             allowed: decision.allow,
             reason: decision.reason,
             requested_by,
         },
+        Ok(_) => refuse("no task.complete executor made a decision".into()),
         Err(reason) => refuse(reason),
     }
 }
 
 async fn run_chains(
     registry: &CommandRegistry,
-    task_id: Option<&str>,
-    context: Value,
-) -> Result<Value, String> {
+    call: HookCall<'_>,
+    context: CompletionContext,
+) -> Result<CompletionContext, String> {
     let hooks = registry.hooks();
-    let context = run_phase(hooks, task_id, Phase::Pre, context).await?;
-    let context = run_phase(&body_chain(hooks), task_id, Phase::In, context).await?;
-    run_phase(hooks, task_id, Phase::Post, context).await
+    let context = run_phase(hooks, call, Phase::Pre, context).await?;
+    let context = run_phase(&body_chain(hooks), call, Phase::In, context).await?;
+    run_phase(hooks, call, Phase::Post, context).await
 }
 
 async fn run_phase(
     chains: &HookChains,
-    task_id: Option<&str>,
+    call: HookCall<'_>,
     phase: Phase,
-    context: Value,
-) -> Result<Value, String> {
+    context: CompletionContext,
+) -> Result<CompletionContext, String> {
     let point = HookPoint::new(Operation::TaskComplete, phase);
     chains
-        .run(HookCall::new(point, task_id), None, context)
+        .run_typed(call.at(point), None, context)
         .await
         .map_err(|error| match error {
             // An abort's message is the reason, as the participant reads it.
@@ -145,6 +145,7 @@ fn body_chain(hooks: &HookChains) -> HookChains {
         command: None,
         priority: DEFAULT_PRIORITY,
         kind: ExecutorKind::Native,
+        source: "native".into(),
         executor: Arc::new(NativeExecutor::new(default_decision)),
     };
     HookChains::new(std::iter::once(default).chain(hooks.entries(point, None).cloned()))
@@ -200,15 +201,6 @@ fn open_subtasks_reason(open: &[SubtaskView]) -> String {
     )
 }
 
-fn read_decision(context: &Value) -> Result<CompletionDecision, String> {
-    match context.get("decision") {
-        None | Some(Value::Null) => Err("no task.complete executor made a decision".into()),
-        Some(decision) => serde_json::from_value(decision.clone()).map_err(|error| {
-            format!("a task.complete executor left the decision out of shape: {error}")
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,13 +225,13 @@ mod tests {
     async fn the_default_refuses_while_subtasks_are_open() {
         let registry = Arc::new(CommandRegistry::default());
         let context = context(TaskView::scratch("alice"), &alice(), &open());
-        let verdict = decide(registry.clone(), alice(), context).await;
+        let verdict = decide(registry.clone(), context, &Trace::default()).await;
         assert!(!verdict.allowed);
         let message = verdict.message();
         assert!(message.contains("s1 \"write docs\""), "{message}");
 
         let context = context_without_subtasks();
-        let verdict = decide(registry, alice(), context).await;
+        let verdict = decide(registry, context, &Trace::default()).await;
         assert!(verdict.allowed);
         assert_eq!(
             verdict.message(),
@@ -247,7 +239,7 @@ mod tests {
         );
     }
 
-    fn context_without_subtasks() -> Value {
+    fn context_without_subtasks() -> CompletionContext {
         context(TaskView::scratch("alice"), &alice(), &[])
     }
 
@@ -262,6 +254,7 @@ mod tests {
                 command: None,
                 priority: 500,
                 kind: ExecutorKind::Native,
+                source: "native".into(),
                 executor: Arc::new(NativeExecutor::new(|_, context: &Value| {
                     let mut next = context.clone();
                     next["decision"] = json!({ "allow": true, "reason": "overridden" });
@@ -271,7 +264,7 @@ mod tests {
             .expect("hook added");
         let (registry, _) = builder.freeze();
         let context = context(TaskView::scratch("alice"), &alice(), &open());
-        let verdict = decide(Arc::new(registry), alice(), context).await;
+        let verdict = decide(Arc::new(registry), context, &Trace::default()).await;
         assert!(verdict.allowed);
         assert_eq!(verdict.reason.as_deref(), Some("overridden"));
     }

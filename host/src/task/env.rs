@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::commands::Registries;
-use crate::model::Model;
+use crate::model::Models;
 use crate::push::Pusher;
 use crate::store::TaskStore;
 
@@ -20,13 +20,86 @@ pub struct TaskSettings {
     pub default_effort: String,
     /// Participant ids that are admins on every task.
     pub admins: Vec<String>,
+    /// How model turns run.
+    pub agent: AgentSettings,
+    /// What one task may grow to.
+    pub limits: TaskLimits,
+}
+
+impl Default for TaskSettings {
+    /// The embedded defaults: the offline models, medium effort, no admins.
+    fn default() -> Self {
+        TaskSettings {
+            default_model: crate::model::OFFLINE_MODELS[0].to_owned(),
+            selectable_models: crate::model::OFFLINE_MODELS.map(str::to_owned).to_vec(),
+            default_effort: "medium".to_owned(),
+            admins: Vec::new(),
+            agent: AgentSettings::default(),
+            limits: TaskLimits::default(),
+        }
+    }
+}
+
+/// How model turns run (`[agent]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// Sent to the model before every conversation.
+    pub system_prompt: Option<String>,
+    /// Tool rounds one turn may take before the loop stops it.
+    pub max_tool_rounds: u32,
+}
+
+impl AgentSettings {
+    pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            system_prompt: None,
+            max_tool_rounds: Self::DEFAULT_MAX_TOOL_ROUNDS,
+        }
+    }
+}
+
+/// What a task may grow to (`[limits]`); each is checked where the growth
+/// happens, with an error naming the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Messages in one task's history; beyond it, new messages are refused
+    /// (a conversation this long continues in a new task of its context).
+    pub max_history_messages: usize,
+    /// Bytes of one command reply, text and data together.
+    pub max_reply_bytes: usize,
+    /// Effects one command may ask for.
+    pub max_effects: usize,
+    /// Sub-tasks one task may have open at once.
+    pub max_open_subtasks: usize,
+}
+
+impl TaskLimits {
+    pub const DEFAULT_MAX_HISTORY_MESSAGES: usize = 100_000;
+    pub const DEFAULT_MAX_REPLY_BYTES: usize = 256 << 10;
+    pub const DEFAULT_MAX_EFFECTS: usize = 16;
+    pub const DEFAULT_MAX_OPEN_SUBTASKS: usize = 32;
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            max_history_messages: Self::DEFAULT_MAX_HISTORY_MESSAGES,
+            max_reply_bytes: Self::DEFAULT_MAX_REPLY_BYTES,
+            max_effects: Self::DEFAULT_MAX_EFFECTS,
+            max_open_subtasks: Self::DEFAULT_MAX_OPEN_SUBTASKS,
+        }
+    }
 }
 
 /// What every actor shares.
 pub(crate) struct Env {
     pub(crate) settings: TaskSettings,
     pub(crate) registries: Registries,
-    pub(crate) model: Arc<dyn Model>,
+    pub(crate) models: Models,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) push: Arc<Pusher>,
     /// How long an actor with nothing to do lives on.

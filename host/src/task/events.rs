@@ -35,6 +35,31 @@ pub(crate) const BUFFER: usize = 256;
 pub(crate) struct Sequenced {
     pub(crate) seq: u64,
     pub(crate) event: Arc<StreamResponse>,
+    /// A live-only event (a text delta): never stored, never pushed, not
+    /// numbered (it carries the number of the last stored event), and
+    /// not replayed to a subscriber that fell behind. The turn's final
+    /// status holds everything it said.
+    pub(crate) live: bool,
+}
+
+impl Sequenced {
+    /// Stored event number `seq`.
+    pub(crate) fn stored(seq: u64, event: StreamResponse) -> Self {
+        Sequenced {
+            seq,
+            event: Arc::new(event),
+            live: false,
+        }
+    }
+
+    /// A live-only event following stored event number `seq`.
+    pub(crate) fn live(seq: u64, event: StreamResponse) -> Self {
+        Sequenced {
+            seq,
+            event: Arc::new(event),
+            live: true,
+        }
+    }
 }
 
 /// The events numbered after `seq`, read back from the store's log.
@@ -92,7 +117,12 @@ impl TaskEvents {
     }
 
     /// The next event to send, if it is new.
-    fn take(&mut self, Sequenced { seq, event }: Sequenced) -> Option<StreamResponse> {
+    fn take(&mut self, Sequenced { seq, event, live }: Sequenced) -> Option<StreamResponse> {
+        if live {
+            // Only while the stream is up to date: a live event behind what
+            // was sent (or ahead, after a gap) belongs to another moment.
+            return (seq == self.seen).then(|| Arc::unwrap_or_clone(event));
+        }
         if seq <= self.seen {
             return None;
         }
@@ -163,14 +193,14 @@ mod tests {
     }
 
     fn update(seq: u64, state: TaskState) -> Sequenced {
-        Sequenced {
+        Sequenced::stored(
             seq,
-            event: Arc::new(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: "t".into(),
                 status: TaskStatus::new(state),
                 ..TaskStatusUpdateEvent::default()
-            })),
-        }
+            }),
+        )
     }
 
     fn states(items: &[StreamResponse]) -> Vec<(&'static str, TaskState)> {

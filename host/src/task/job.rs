@@ -1,40 +1,107 @@
 //! A task's running work (a model turn, a command, a completion decision) as
 //! a separate Tokio task its actor can cut at any moment.
 //!
-//! The work never touches the task: it reports progress and its result as
-//! [`Step`]s over a channel, and the actor applies them. Dropping the [`Job`]
-//! aborts the work at its next `.await`, and with it anything it was waiting
-//! on (a model stream, a Wasm call); its partial output is never applied
-//! because nobody reads the channel any more.
+//! The work never touches the task: it tells the actor what happened as
+//! [`Step`]s over a channel, and the actor applies them. Some steps wait for
+//! the actor's answer (a tool call is journaled before the tool runs; a
+//! sub-task exists before anyone waits for it). Dropping the [`Job`] aborts
+//! the work at its next `.await`, and with it anything it was waiting on (a
+//! model's HTTP stream, whose connection closes; a Wasm call; a tool); its
+//! partial output is never applied because nobody reads the channel any
+//! more.
 
 use std::future::Future;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::completion::Verdict;
 use crate::commands::{CommandFailure, Outcome};
+use crate::domain::{SubtaskView, ToolCall, ToolOutput, Usage};
+use crate::hooks::TraceRecord;
 
-/// Steps buffered between the work and the actor. Progress is at most a few
-/// events a second, so this only absorbs bursts.
-const STEPS: usize = 32;
+/// Steps buffered between the work and the actor. Progress and deltas come
+/// at most a few hundred a second, so this only absorbs bursts; a full
+/// buffer makes the work wait for the actor (backpressure), never drops.
+const STEPS: usize = 64;
 
 /// What the work reports.
 #[derive(Debug)]
 pub(crate) enum Step {
     /// Progress text, shown as a `WORKING` status update.
     Progress(String),
+    /// The next piece of the reply, streamed to subscribers and not stored.
+    Delta(String),
+    /// Something to journal before the work goes on (see [`Record`]); the
+    /// actor answers once it is committed.
+    Record(Record, oneshot::Sender<()>),
+    /// Delegate `goal` to a new sub-task; the actor answers with the
+    /// sub-task and how to learn its end, or why it cannot.
+    Spawn {
+        goal: String,
+        answer: oneshot::Sender<Result<Spawned, String>>,
+    },
     /// The result; the last step.
     Done(TurnOutput),
 }
 
-/// The result of a job.
+/// Tool activity the agent loop journals as it happens, so a restart knows
+/// what already ran.
 #[derive(Debug)]
-pub(crate) enum TurnOutput {
+pub(crate) enum Record {
+    /// The model called tools (after writing `text`).
+    ToolCalls { text: String, calls: Vec<ToolCall> },
+    /// One tool answered.
+    ToolResult(ToolOutput),
+}
+
+/// A sub-task a tool call delegated to.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) subtask: SubtaskView,
+    /// The sub-task's final state and text, when it ends.
+    pub(crate) ended: oneshot::Receiver<SubtaskEnd>,
+}
+
+/// How a delegated sub-task ended.
+#[derive(Clone, Debug)]
+pub(crate) struct SubtaskEnd {
+    pub(crate) state: String,
+    pub(crate) text: String,
+}
+
+/// The result of a job, with what ran to produce it.
+#[derive(Debug)]
+pub(crate) struct TurnOutput {
+    pub(crate) end: TurnEnd,
+    pub(crate) trace: TraceRecord,
+    /// Tokens the model reported over the whole turn, if it reported any.
+    pub(crate) usage: Option<Usage>,
+}
+
+impl TurnOutput {
+    pub(crate) fn untraced(end: TurnEnd) -> Self {
+        TurnOutput {
+            end,
+            trace: TraceRecord::default(),
+            usage: None,
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug)]
+pub(crate) enum TurnEnd {
     /// The model answered.
-    Reply { text: String, asks_question: bool },
+    Reply(String),
+    /// The model asked the participants a question (`ask_participant`);
+    /// their next message answers it.
+    Asked(String),
     /// The model or one of its hooks failed; the text says why.
     Failed(String),
+    /// The loop stopped before the model's final answer (its tool rounds ran
+    /// out); the text says so.
+    Stopped(String),
     /// A command ran (or failed); its effects are not applied yet.
     Command(Result<Outcome, CommandFailure>),
     /// A completion request was decided.
@@ -43,12 +110,38 @@ pub(crate) enum TurnOutput {
 
 /// The work's side of the channel.
 #[derive(Clone)]
-pub(crate) struct Progress(mpsc::Sender<Step>);
+pub(crate) struct Link(mpsc::Sender<Step>);
 
-impl Progress {
-    pub(crate) async fn report(&self, text: String) {
+impl Link {
+    pub(crate) async fn progress(&self, text: String) {
         // A closed channel means the job was cut; the abort follows.
         let _ = self.0.send(Step::Progress(text)).await;
+    }
+
+    pub(crate) async fn delta(&self, text: String) {
+        let _ = self.0.send(Step::Delta(text)).await;
+    }
+
+    /// Journal `record`; returns once it is committed. `false` if the task
+    /// could not take it (the job is being cut, or the store failed).
+    pub(crate) async fn record(&self, record: Record) -> bool {
+        let (done, committed) = oneshot::channel();
+        if self.0.send(Step::Record(record, done)).await.is_err() {
+            return false;
+        }
+        committed.await.is_ok()
+    }
+
+    /// Ask the task to delegate `goal`.
+    pub(crate) async fn spawn(&self, goal: String) -> Result<Spawned, String> {
+        let (answer, spawned) = oneshot::channel();
+        let step = Step::Spawn { goal, answer };
+        if self.0.send(step).await.is_err() {
+            return Err("the turn was cut".into());
+        }
+        spawned
+            .await
+            .unwrap_or_else(|_| Err("the task could not start the sub-task".into()))
     }
 }
 
@@ -60,12 +153,12 @@ pub(crate) struct Job {
 
 impl Job {
     /// Start `work` on its own Tokio task.
-    pub(crate) fn spawn<F>(work: impl FnOnce(Progress) -> F) -> Job
+    pub(crate) fn spawn<F>(work: impl FnOnce(Link) -> F) -> Job
     where
         F: Future<Output = TurnOutput> + Send + 'static,
     {
         let (sender, steps) = mpsc::channel(STEPS);
-        let work = work(Progress(sender.clone()));
+        let work = work(Link(sender.clone()));
         let handle = tokio::spawn(async move {
             let output = work.await;
             let _ = sender.send(Step::Done(output)).await;

@@ -6,17 +6,21 @@
 //! until a participant completes it (a control envelope) or cancels it.
 //! Tasks the agent delegates complete on their own.
 //!
-//! * `service`: the API the A2A bindings call.
-//! * `actor`: one Tokio task per task, owning its lifecycle; `job`: the
-//!   turn it runs, which it can cut; `directory`: the running actors, and
-//!   starting one from the store when a task is needed; `recovery`: what a
-//!   task does first after a restart.
+//! * `service`: the API the A2A bindings call; `env`: what every task
+//!   shares (settings, registries, models, store).
+//! * `actor`: one Tokio task per task, owning its lifecycle; `inbox`: what
+//!   it is asked; `job`: the turn it runs, which it can cut; `directory`:
+//!   the running actors, and starting one from the store when a task is
+//!   needed; `recovery`: what a task does first after a restart.
 //! * `classify`: what a message is; `access`: who may do what;
 //!   `participants`: task events that change participants.
-//! * `turn`: model and command turns; `effects`: checking what commands ask
-//!   for; `completion`: the `task.complete` decision; `subtasks`: delegated
-//!   tasks; `screen`: the `request.received` policy point; `notify`:
-//!   notification hooks; `suggest`: command completion for renderers.
+//! * `agent`: the agent loop of a model turn; `transcript`: the history as
+//!   a model sees it, fitted to its window; `tools`: the tools a turn offers
+//!   and `tool.invoked`; `turn`: command turns; `effects`: checking what
+//!   commands ask for; `completion`: the `task.complete` decision;
+//!   `subtasks`: delegated tasks; `screen`: the `request.received` and
+//!   `task.created` policy points; `notify`: notification hooks; `suggest`:
+//!   command completion for renderers.
 //! * `state`: a task as a plain value and the only way it changes;
 //!   `journal`: those changes on their way to the store (`crate::store`),
 //!   committed before anyone hears of them; `events`: the streams clients
@@ -24,6 +28,7 @@
 
 mod access;
 mod actor;
+mod agent;
 mod classify;
 mod completion;
 mod directory;
@@ -42,12 +47,14 @@ mod service;
 mod state;
 mod subtasks;
 mod suggest;
+mod tools;
+mod transcript;
 mod turn;
 
 #[cfg(test)]
 mod tests;
 
-pub use env::TaskSettings;
+pub use env::{AgentSettings, TaskLimits, TaskSettings};
 pub use service::{Caller, Durability, EventStream, TaskService};
 pub use suggest::Completion;
 // Re-exported for embedding programs that reach them through `task`.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::a2a::error::A2aError;
-use crate::domain::{Participant, Role};
+use crate::domain::{Participant, Role, check_participant_id};
 
 /// Roles a task event may grant. Admins come from the configuration, and the
 /// reporter is whoever started the task.
@@ -35,16 +35,14 @@ pub(crate) fn parse_grants(
 }
 
 fn parse_grant(item: &Value, field: &str) -> Result<Participant, A2aError> {
-    let id = item
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| !id.trim().is_empty())
-        .ok_or_else(|| {
-            A2aError::invalid_field(
-                format!("{field}.id"),
-                format!("{field}.id must be a non-empty string"),
-            )
-        })?;
+    let id_field = format!("{field}.id");
+    let id = item.get("id").and_then(Value::as_str).ok_or_else(|| {
+        A2aError::invalid_field(&id_field, format!("{id_field} must be a string"))
+    })?;
+    // The same rule as everywhere an id enters (headers, tokens, metadata,
+    // the configuration).
+    check_participant_id(id)
+        .map_err(|problem| A2aError::invalid_field(&id_field, format!("{id_field}: {problem}")))?;
     let role_field = format!("{field}.role");
     let role: Role = item
         .get("role")
@@ -121,6 +119,11 @@ mod tests {
         }
         let error = parse_grants(Some(&json!([{"role": "watcher"}])), "p").expect_err("no id");
         assert_eq!(field_of(error).as_deref(), Some("p[0].id"));
+        for bad in [" bob\n", "", "x".repeat(5000).as_str(), "bo\u{7}b"] {
+            let list = json!([{"id": bad, "role": "watcher"}]);
+            let error = parse_grants(Some(&list), "p").expect_err("a bad id");
+            assert_eq!(field_of(error).as_deref(), Some("p[0].id"), "{bad:?}");
+        }
         assert!(parse_grants(Some(&json!([])), "p").is_err());
         assert!(parse_grants(None, "p").is_err());
     }

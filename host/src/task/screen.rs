@@ -1,19 +1,21 @@
-//! `request.received`: the policy point every ordinary message passes before
-//! the task accepts it. Commands and controls never come here
-//! (`command.invoked` is their policy point).
+//! The policy points a participant's message passes before the task takes
+//! it. Commands and controls never come here (`command.invoked` is their
+//! policy point).
 //!
-//! The context is `{"text": "...", "sender": {"id", "role"}, "task": <task view>}`.
-//! Only the `pre` phase runs. An abort refuses the message and nothing
-//! changes; a replaced `text` becomes the message's text (e.g. a redaction
-//! policy), stored and sent to the model as rewritten.
-
-use serde_json::{Value, json};
+//! * `request.received.pre` ([`RequestContext`]): every ordinary message. An
+//!   abort refuses the message and nothing changes; a replaced `text`
+//!   becomes the message's text (e.g. a redaction policy), stored and sent
+//!   to the model as rewritten.
+//! * `task.created.pre` ([`TaskCreatedContext`]): the first message of a new
+//!   conversation, after `request.received.pre`. An abort refuses it and no
+//!   task is created; a `pre` executor can only refuse here (what it
+//!   replaces is not read).
 
 use super::state::message_text;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, Part, PartContent};
 use crate::commands::CommandRegistry;
-use crate::domain::{Participant, TaskView};
+use crate::domain::{Participant, RequestContext, TaskCreatedContext, TaskView};
 use crate::hooks::{AbortReason, ChainError, HookCall, HookPoint, Operation, Phase};
 
 /// Run `request.received.pre` on `message`; returns the message to accept.
@@ -24,20 +26,45 @@ pub(crate) async fn request_received(
     task: &TaskView,
 ) -> Result<Message, A2aError> {
     let point = HookPoint::new(Operation::RequestReceived, Phase::Pre);
+    if !registry.hooks().has_entries(point, None) {
+        return Ok(message);
+    }
     let text = message_text(&message);
-    let context = json!({ "text": text, "sender": sender, "task": task });
+    let context = RequestContext {
+        text: text.clone(),
+        sender: sender.clone(),
+        task: task.clone(),
+    };
     let context = registry
         .hooks()
-        .run(HookCall::new(point, Some(&task.id)), None, context)
+        .run_typed(HookCall::new(point, Some(&task.id)), None, context)
         .await
         .map_err(refusal)?;
-    match context.get("text").and_then(Value::as_str) {
-        Some(screened) if screened == text => Ok(message),
-        Some(screened) => Ok(with_text(message, screened)),
-        None => Err(A2aError::Internal(format!(
-            "a {point} executor left `text` out of shape (it must stay a string)"
-        ))),
+    if context.text == text {
+        Ok(message)
+    } else {
+        Ok(with_text(message, &context.text))
     }
+}
+
+/// Run `task.created.pre` for a conversation about to be created by
+/// `sender`'s message.
+pub(crate) async fn task_created(
+    registry: &CommandRegistry,
+    sender: &Participant,
+    task: &TaskView,
+) -> Result<(), A2aError> {
+    let point = HookPoint::new(Operation::TaskCreated, Phase::Pre);
+    let context = TaskCreatedContext {
+        task: task.clone(),
+        created_by: Some(sender.clone()),
+    };
+    registry
+        .hooks()
+        .run_typed(HookCall::new(point, Some(&task.id)), None, context)
+        .await
+        .map(drop)
+        .map_err(refusal)
 }
 
 fn refusal(error: ChainError) -> A2aError {
@@ -49,7 +76,7 @@ fn refusal(error: ChainError) -> A2aError {
             }
         },
         ChainError::Fault { by, fault } => {
-            tracing::warn!(executor = %by, %fault, "request.received executor fault");
+            tracing::warn!(executor = %by, %fault, "policy executor fault");
             A2aError::Internal(format!("the message could not be checked: {by} {fault}"))
         }
     }
@@ -75,6 +102,7 @@ fn with_text(mut message: Message, text: &str) -> Message {
 mod tests {
     use super::*;
     use crate::a2a::types::Role;
+    use serde_json::json;
 
     #[test]
     fn rewritten_text_replaces_the_text_parts_in_place() {

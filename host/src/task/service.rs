@@ -45,11 +45,10 @@ use crate::a2a::types::{
     TaskPushNotificationConfig, Timestamp,
 };
 use crate::commands::{CommandRegistry, Registries};
-use crate::config::Config;
 use crate::domain::{Participant, Role};
-use crate::model::Model;
+use crate::model::Models;
 use crate::push::{PushSettings, Pusher, Viewer};
-use crate::store::{self, MemoryStore, MessageLookup, StoreError, StoreLocation, TaskStore};
+use crate::store::{MemoryStore, MessageLookup, TaskStore};
 
 /// The authenticated participant behind a request. Bindings resolve it
 /// (bearer token, or on loopback the self-asserted `X-Participant-Id`
@@ -85,28 +84,6 @@ impl Durability {
     /// The default idle period of a task's actor.
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-    /// What `config` asks for: its store opened (created if needed), its idle
-    /// period, retention and push settings.
-    pub fn open(config: &Config) -> Result<Self, StoreError> {
-        let options = config.store_options();
-        match &options.location {
-            StoreLocation::File(path) => tracing::info!(
-                path = %path.display(),
-                synchronous = ?options.synchronous,
-                "task store"
-            ),
-            StoreLocation::Memory => {
-                tracing::warn!("tasks are kept in memory only: a restart forgets them");
-            }
-        }
-        Ok(Durability {
-            store: store::open(&options)?,
-            idle_timeout: config.store.idle_timeout(),
-            retain_terminal: config.store.retention(),
-            push: config.push_settings(),
-        })
-    }
-
     /// Nothing survives the process; push delivery with its defaults.
     pub fn in_memory() -> Self {
         Durability {
@@ -140,8 +117,8 @@ struct Inner {
 
 impl TaskService {
     /// A service keeping its tasks in memory.
-    pub fn new(settings: TaskSettings, registries: Registries, model: Arc<dyn Model>) -> Self {
-        Self::with_durability(settings, registries, model, Durability::in_memory())
+    pub fn new(settings: TaskSettings, registries: Registries, models: Models) -> Self {
+        Self::with_durability(settings, registries, models, Durability::in_memory())
     }
 
     /// A service on `durability`'s store. Call [`TaskService::recover`]
@@ -149,14 +126,14 @@ impl TaskService {
     pub fn with_durability(
         settings: TaskSettings,
         registries: Registries,
-        model: Arc<dyn Model>,
+        models: Models,
         durability: Durability,
     ) -> Self {
         let push = Pusher::new(Arc::clone(&durability.store), durability.push.clone());
         let env = Env {
             settings,
             registries,
-            model,
+            models,
             store: durability.store,
             push,
             idle_timeout: durability.idle_timeout,
@@ -338,8 +315,12 @@ impl TaskService {
         let history = request
             .history_length
             .map(|n| usize::try_from(n).unwrap_or(0));
+        // Who may see it is decided from the head alone, before its history
+        // is read: a stranger costs (and learns) nothing more than a task
+        // that does not exist.
+        let head = self.head(&request.id).await?;
+        access::visible(&head, &caller.id, &self.inner.env.settings.admins)?;
         let record = self.load(&request.id, history).await?;
-        access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
         Ok(record.to_task(request.history_length))
     }
 
@@ -642,18 +623,17 @@ impl TaskService {
         let record = self.new_conversation(caller, &message);
         let role =
             access::role_of(&record, &caller.id, &env.settings.admins).unwrap_or(Role::Reporter);
+        let sender = Participant {
+            id: caller.id.clone(),
+            role,
+        };
+        let view = record.view(&env.settings.selectable_models);
+        // Refused here, the task is never created.
         let message = match class {
-            Class::Ordinary => {
-                let sender = Participant {
-                    id: caller.id.clone(),
-                    role,
-                };
-                let view = record.view(&env.settings.selectable_models);
-                // Refused here, the task is never created.
-                screen::request_received(&registry, message, &sender, &view).await?
-            }
+            Class::Ordinary => screen::request_received(&registry, message, &sender, &view).await?,
             _ => message,
         };
+        screen::task_created(&registry, &sender, &view).await?;
         let task_id = record.id.clone();
         if let Some(config) = push {
             // Registered first, so the webhook hears the first turn too.
@@ -766,10 +746,7 @@ impl TaskService {
                     .into_iter()
                     .map(|event| {
                         let parsed = serde_json::from_str(&event.document).ok()?;
-                        Some(Sequenced {
-                            seq: event.seq,
-                            event: Arc::new(parsed),
-                        })
+                        Some(Sequenced::stored(event.seq, parsed))
                     })
                     .collect()
             })

@@ -8,17 +8,16 @@
 //! records rebuilds the same record, which is what lets a durable backend
 //! decide exactly as the live task did.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::events::Sequenced;
+use super::transcript::STREAM_KEY;
 use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
-use crate::domain::{Participant, SubtaskView, TaskView};
+use crate::domain::{Participant, SubtaskView, TaskView, Usage};
 use crate::store::StoredTask;
 
 /// Where the status extension writes the sub-state (decision 007).
@@ -27,6 +26,8 @@ pub(crate) const SUB_STATE_KEY: &str = "sub_state";
 pub(crate) const SUBTASKS_KEY: &str = "subtasks";
 /// Task metadata of a delegated task: the task that spawned it.
 pub(crate) const PARENT_KEY: &str = "parent_task_id";
+/// Task metadata: the tokens the conversation's models reported, in total.
+pub(crate) const USAGE_KEY: &str = "usage";
 
 /// A fresh server-generated id for tasks, contexts, messages and artifacts.
 pub(crate) fn new_id() -> String {
@@ -124,6 +125,18 @@ pub(crate) struct TaskRecord {
     /// last one (the creation is position 0).
     #[serde(default)]
     pub(crate) changes: u64,
+    /// Tokens its models reported, over every turn.
+    #[serde(default)]
+    pub(crate) usage: UsageTotals,
+}
+
+/// Tokens reported over a task's turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct UsageTotals {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    /// Turns whose model reported usage.
+    pub(crate) turns: u64,
 }
 
 /// A change to a task. [`TaskRecord::apply`] is the only way one happens.
@@ -144,6 +157,8 @@ pub(crate) enum Change {
     Subtask(SubtaskView),
     /// A turn started (or was started again after a restart).
     TurnStarted(Turn),
+    /// A turn's models reported these tokens.
+    Usage(Usage),
 }
 
 impl Change {
@@ -158,6 +173,7 @@ impl Change {
             Change::Participants(_) => "participants",
             Change::Subtask(_) => "subtask",
             Change::TurnStarted(_) => "turn_started",
+            Change::Usage(_) => "usage",
         }
     }
 }
@@ -188,6 +204,16 @@ impl StatusChange {
     pub(crate) fn progress(message: Message) -> Self {
         StatusChange {
             message: Some(message),
+            ..StatusChange::working()
+        }
+    }
+
+    /// Something a turn did that joins the history while it goes on (a
+    /// tool call, a tool's result).
+    pub(crate) fn recorded(message: Message) -> Self {
+        StatusChange {
+            message: Some(message),
+            in_history: true,
             ..StatusChange::working()
         }
     }
@@ -248,6 +274,7 @@ impl TaskRecord {
             seq: 0,
             turn: None,
             changes: 0,
+            usage: UsageTotals::default(),
         }
     }
 
@@ -349,6 +376,13 @@ impl TaskRecord {
                 self.turn = Some(turn);
                 Applied::default()
             }
+            Change::Usage(usage) => {
+                let totals = &mut self.usage;
+                totals.input_tokens = totals.input_tokens.saturating_add(usage.input_tokens);
+                totals.output_tokens = totals.output_tokens.saturating_add(usage.output_tokens);
+                totals.turns += 1;
+                Applied::default()
+            }
         }
     }
 
@@ -372,11 +406,22 @@ impl TaskRecord {
             message: change.message,
             timestamp: Some(now),
         };
+        let mut metadata = self.sub_state_metadata();
+        // Tool activity says what it is in the update too, for renderers
+        // that read only the stream's metadata.
+        if let Some(stream) = self
+            .status
+            .message
+            .as_ref()
+            .and_then(|message| message.metadata.get(STREAM_KEY))
+        {
+            metadata.insert(STREAM_KEY.into(), stream.clone());
+        }
         let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: self.id.clone(),
             context_id: self.context_id.clone(),
             status: self.rendered_status(),
-            metadata: self.sub_state_metadata(),
+            metadata,
         });
         Applied {
             transition: (from != change.state).then_some((from, change.state)),
@@ -387,10 +432,7 @@ impl TaskRecord {
     fn sequenced(&mut self, event: StreamResponse) -> Applied {
         self.seq += 1;
         Applied {
-            event: Some(Sequenced {
-                seq: self.seq,
-                event: Arc::new(event),
-            }),
+            event: Some(Sequenced::stored(self.seq, event)),
             transition: None,
         }
     }
@@ -422,6 +464,9 @@ impl TaskRecord {
         if let Lifecycle::Delegated { parent_id, .. } = &self.lifecycle {
             metadata.insert(PARENT_KEY.into(), json!(parent_id));
         }
+        if self.usage.turns > 0 {
+            metadata.insert(USAGE_KEY.into(), json!(self.usage));
+        }
         metadata
     }
 
@@ -451,6 +496,10 @@ impl TaskRecord {
             participants: self.participants.clone(),
             subtasks: self.subtasks.clone(),
             turn_count: self.turn_count,
+            usage: Usage {
+                input_tokens: self.usage.input_tokens,
+                output_tokens: self.usage.output_tokens,
+            },
         }
     }
 
@@ -542,10 +591,10 @@ mod tests {
             Change::Status(StatusChange::parked(reply, SubState::AwaitingAnswer)),
             now(),
         );
-        let Some(Sequenced { seq: 1, event }) = applied.event else {
+        let Some(Sequenced { seq: 1, event, .. }) = applied.event else {
             panic!("expected the first event, got {:?}", applied.event);
         };
-        let StreamResponse::StatusUpdate(update) = Arc::unwrap_or_clone(event) else {
+        let StreamResponse::StatusUpdate(update) = std::sync::Arc::unwrap_or_clone(event) else {
             panic!("expected a status update");
         };
         assert_eq!(update.metadata[SUB_STATE_KEY], "awaiting-answer");

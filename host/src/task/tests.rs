@@ -21,10 +21,12 @@ use crate::hooks::{
     Abort, AbortReason, Decision, ExecutorKind, HookEntry, HookPoint, NativeExecutor, Operation,
     Phase,
 };
-use crate::model::OfflineModel;
+use crate::model::Models;
 use crate::plugins::PluginLoader;
 use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
+use crate::task::state::message_text;
 
+mod agent;
 mod durable;
 
 // --- Fixtures --------------------------------------------------------------------------------
@@ -53,7 +55,14 @@ fn settings() -> TaskSettings {
         selectable_models: vec!["offline-echo".into(), "fast-1".into()],
         default_effort: "medium".into(),
         admins: vec!["root".into()],
+        ..TaskSettings::default()
     }
+}
+
+/// The offline model under every selectable name of `settings`.
+fn offline_models(settings: &TaskSettings) -> Models {
+    Models::offline_named(&settings.selectable_models, &settings.default_model)
+        .expect("the default is selectable")
 }
 
 fn service() -> TaskService {
@@ -67,7 +76,7 @@ fn service_with(builder: RegistryBuilder) -> TaskService {
     TaskService::new(
         settings(),
         Registries::new(loaded.registry),
-        Arc::new(OfflineModel::new()),
+        offline_models(&settings()),
     )
 }
 
@@ -95,6 +104,7 @@ fn with_hook(
             command: None,
             priority,
             kind: ExecutorKind::Native,
+            source: "native".into(),
             executor: Arc::new(NativeExecutor::new(move |_, context: &Value| {
                 Ok(handler(context))
             })),
@@ -856,7 +866,7 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
         panic!("the first item is the task: {events:#?}");
     };
     assert_eq!(first.status.state, TaskState::Working);
-    let progress: Vec<String> = events
+    let progress: Vec<String> = stored(&events)
         .iter()
         .filter_map(|event| match event {
             StreamResponse::StatusUpdate(update) if update.status.state == TaskState::Working => {
@@ -874,6 +884,19 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
     let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
         panic!("ends with a status update");
     };
+    // The reply streamed as it was written, and the parked status holds it
+    // whole.
+    let final_text = last
+        .status
+        .message
+        .as_ref()
+        .map(message_text)
+        .unwrap_or_default();
+    assert!(
+        final_text.starts_with("Worked for 1 seconds."),
+        "{final_text}"
+    );
+    assert_eq!(deltas(&events), final_text);
     assert_eq!(last.status.state, TaskState::InputRequired);
     assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
     assert_eq!(
@@ -903,6 +926,7 @@ async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends() {
         .expect("sent");
     let (first, second) = (collect(first).await, collect(second).await);
     assert_eq!(first, second);
+    let first = stored(&first);
     assert!(
         matches!(&first[0], StreamResponse::Task(t) if t.status.state == TaskState::InputRequired)
     );
@@ -917,6 +941,31 @@ async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends() {
         1 + 1 + 10 + 1,
         "task, working, progress, parked"
     );
+}
+
+/// The events of `stream` without the live-only text deltas.
+fn stored(events: &[StreamResponse]) -> Vec<StreamResponse> {
+    events
+        .iter()
+        .filter(|event| delta_text(event).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The text the live-only deltas of `events` add up to.
+fn deltas(events: &[StreamResponse]) -> String {
+    events.iter().filter_map(delta_text).collect()
+}
+
+fn delta_text(event: &StreamResponse) -> Option<String> {
+    match event {
+        StreamResponse::StatusUpdate(update)
+            if update.metadata.get("stream").and_then(Value::as_str) == Some("text-delta") =>
+        {
+            update.status.message.as_ref().map(message_text)
+        }
+        _ => None,
+    }
 }
 
 // --- Reading ---------------------------------------------------------------------------------
@@ -1121,13 +1170,13 @@ async fn request_received_refuses_ordinary_messages_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_invoked_hooks_shape_and_refuse_model_turns() {
     let last_text = |context: &Value| {
-        let history = context["request"]["history"]
+        let messages = context["request"]["messages"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        history
+        messages
             .last()
-            .map(|m| m["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
             .unwrap_or_default()
     };
     let pre = native_hook(
@@ -1192,6 +1241,7 @@ async fn notification_hooks_hear_of_creation_and_state_changes() {
                 command: None,
                 priority: 100,
                 kind: ExecutorKind::Native,
+                source: "native".into(),
                 executor: Arc::new(NativeExecutor::new(move |point, context: &Value| {
                     let change = match (context.get("from"), context.get("to")) {
                         (Some(from), Some(to)) => format!(" {from}->{to}"),

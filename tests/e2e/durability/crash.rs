@@ -298,3 +298,61 @@ async fn a_sub_task_killed_mid_goal_finishes_after_the_restart_and_reports() {
         "{done}"
     );
 }
+
+/// Issue 10: a SIGKILL during a tool round. The call was journaled before
+/// its tool ran; after the restart the model is told the call was
+/// interrupted, and the tool (here `spawn_subtask`, whose effect is a new
+/// sub-task) is never run a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kill_during_a_tool_round_runs_no_tool_twice() {
+    let mut harness = Harness::start(DEFAULT_CONFIG, None);
+    let alice = harness.client("alice");
+    let request = json!({
+        "message": message_with_id(
+            None,
+            "spawn-1",
+            "use tool spawn_subtask with {\"goal\": \"work for 4 seconds\"}",
+        ),
+        "configuration": {"returnImmediately": true},
+    });
+    let accepted = alice.ok("SendMessage", request).await;
+    let id = accepted["task"]["id"].as_str().expect("id").to_owned();
+    // The call is journaled and its sub-task exists: the tool is running.
+    let working = wait_until(&alice, &id, 20, |task| {
+        task["metadata"]["subtasks"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    })
+    .await;
+    assert!(is_working(&working), "{working}");
+    let calls = |task: &Value| {
+        task["history"].as_array().map_or(0, |history| {
+            history
+                .iter()
+                .filter(|message| message["metadata"]["stream"] == "tool-call")
+                .count()
+        })
+    };
+    assert_eq!(calls(&working), 1, "{working}");
+
+    harness.restart();
+    let alice = harness.client("alice");
+    let parked = wait_until(&alice, &id, 30, is_parked).await;
+    let reply = status_text(&parked);
+    assert!(
+        reply.starts_with("Tool spawn_subtask failed: This call was interrupted by a restart"),
+        "{reply}"
+    );
+    // One call, one sub-task: nothing ran twice. The sub-task itself was
+    // brought back and reports to its parent.
+    assert_eq!(calls(&parked), 1, "{parked}");
+    let reported = wait_until(&alice, &id, 30, |task| {
+        task["artifacts"].as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    let subtasks = reported["metadata"]["subtasks"]
+        .as_array()
+        .expect("subtasks");
+    assert_eq!(subtasks.len(), 1, "{reported}");
+    assert_eq!(subtasks[0]["state"], "TASK_STATE_COMPLETED");
+}

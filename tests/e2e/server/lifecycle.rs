@@ -37,20 +37,26 @@ async fn a_three_turn_conversation_stays_input_required_with_its_sub_state() {
         sub_state(&task["status"]["message"]),
         Some("awaiting-answer")
     );
-    // Six messages: three from alice, three replies, in order.
+    // Seven messages: three from alice, two replies, and the question as
+    // the model asked it (an `ask_participant` tool call) and as alice
+    // reads it, in order.
     let history = task["history"].as_array().expect("history");
     let roles: Vec<_> = history
         .iter()
         .map(|m| m["role"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(roles, ["ROLE_USER", "ROLE_AGENT"].repeat(3));
+    let mut expected = ["ROLE_USER", "ROLE_AGENT"].repeat(3);
+    expected.push("ROLE_AGENT");
+    assert_eq!(roles, expected);
     assert_eq!(history[0]["parts"][0]["text"], "hello there");
+    assert_eq!(history[5]["metadata"]["stream"], "tool-call");
+    assert_eq!(history[5]["parts"][0]["data"]["name"], "ask_participant");
 
     // historyLength trims to the newest messages.
     let trimmed = alice
-        .ok("GetTask", json!({"id": id, "historyLength": 2}))
+        .ok("GetTask", json!({"id": id, "historyLength": 3}))
         .await;
-    assert_eq!(trimmed["history"].as_array().map(Vec::len), Some(2));
+    assert_eq!(trimmed["history"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         trimmed["history"][0]["parts"][0]["text"],
         "ask me something"

@@ -33,6 +33,11 @@ impl Server {
         }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn with_defaults() -> Server {
         Server::start(DEFAULT_CONFIG, None)
     }

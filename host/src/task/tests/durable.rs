@@ -6,7 +6,7 @@
 //! if the process died: nothing more is committed) and opens another on the
 //! same store.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::*;
 use crate::a2a::types::{TaskPushNotificationConfig, Timestamp};
@@ -27,7 +27,7 @@ fn durable_service(store: Arc<dyn TaskStore>, idle: Duration) -> TaskService {
     TaskService::with_durability(
         settings(),
         Registries::new(loaded.registry),
-        Arc::new(OfflineModel::new()),
+        super::offline_models(&settings()),
         Durability {
             store,
             idle_timeout: idle,
@@ -195,7 +195,8 @@ async fn idle_actors_leave_memory_and_come_back_from_the_store() {
         .expect("continues");
     assert_parked(&task, "awaiting-answer");
     assert_eq!(texts(&task)[0], "hello");
-    assert_eq!(task.history.len(), 4);
+    // hello, its reply, "ask me", the ask_participant call, the question.
+    assert_eq!(task.history.len(), 5);
 
     // A subscriber keeps it; when the subscriber goes, it leaves.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -339,6 +340,36 @@ async fn a_turn_cut_twice_and_a_command_cut_once_are_not_run_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_cut_by_a_restart_is_reported_to_the_model_and_never_run_again() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let before = durable_service(Arc::clone(&store), Duration::from_secs(60));
+    let spawn = "use tool spawn_subtask with {\"goal\": \"work for 3 seconds\"}";
+    let working = send(&before, "alice", immediately(say(None, spawn)))
+        .await
+        .expect("accepted");
+    // The call is journaled and its sub-task started: the tool is running.
+    wait_for(&before, &working.id, |task| !subtasks(task).is_empty()).await;
+    drop(before);
+
+    let after = durable_service(Arc::clone(&store), Duration::from_secs(60));
+    after.recover().await.expect("recovers");
+    let parked = wait_for(&after, &working.id, |task| {
+        task.status.state == TaskState::InputRequired
+    })
+    .await;
+    let reply = status_text(&parked);
+    assert!(
+        reply.starts_with("Tool spawn_subtask failed: This call was interrupted by a restart"),
+        "{reply}"
+    );
+    // Not run again: still the one sub-task, which carries on and reports.
+    assert_eq!(subtasks(&parked).len(), 1);
+    let reported = wait_for(&after, &working.id, |task| !task.artifacts.is_empty()).await;
+    assert_eq!(subtasks(&reported).len(), 1);
+    assert_eq!(subtasks(&reported)[0]["state"], "TASK_STATE_COMPLETED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_catches_up_with_a_sub_task_that_ended_while_it_was_down() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let parent = conversation();
@@ -417,10 +448,12 @@ async fn the_log_alone_rebuilds_every_task_exactly() {
     }
 }
 
-/// A store whose writes fail while `failing` is set, as on a full disk.
+/// A store whose writes fail while `failing` is set, as on a full disk, and
+/// which counts the tasks it loads whole.
 struct Flaky {
     inner: MemoryStore,
     failing: AtomicBool,
+    loads: AtomicUsize,
 }
 
 impl Flaky {
@@ -439,6 +472,7 @@ impl TaskStore for Flaky {
         }
     }
     fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
         self.inner.load(id, history)
     }
     fn head(&self, id: String) -> StoreFuture<'_, Option<String>> {
@@ -479,6 +513,31 @@ impl TaskStore for Flaky {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_is_refused_from_the_head_before_any_history_is_read() {
+    let store = Arc::new(Flaky {
+        inner: MemoryStore::new(),
+        failing: AtomicBool::new(false),
+        loads: AtomicUsize::new(0),
+    });
+    let service = durable_service(store.clone(), Duration::from_secs(60));
+    let task = start(&service, "alice", "a long conversation").await;
+    let loads = store.loads.load(Ordering::SeqCst);
+    let refused = get(&service, "mallory", &task.id).await;
+    assert!(
+        matches!(refused, Err(A2aError::TaskNotFound { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.loads.load(Ordering::SeqCst),
+        loads,
+        "the stranger's GetTask read the task's history"
+    );
+    // The participant's reads it, of course.
+    get(&service, "alice", &task.id).await.expect("visible");
+    assert_eq!(store.loads.load(Ordering::SeqCst), loads + 1);
+}
+
 fn is_unavailable<T: std::fmt::Debug>(result: &Result<T, A2aError>) -> bool {
     matches!(result, Err(A2aError::StoreUnavailable(reason)) if reason.contains("disk is full"))
 }
@@ -488,6 +547,7 @@ async fn nothing_is_acknowledged_that_the_store_refused() {
     let flaky = Arc::new(Flaky {
         inner: MemoryStore::new(),
         failing: AtomicBool::new(true),
+        loads: AtomicUsize::new(0),
     });
     let store: Arc<dyn TaskStore> = flaky.clone();
     let service = durable_service(Arc::clone(&store), Duration::from_secs(60));

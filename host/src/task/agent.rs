@@ -1,0 +1,278 @@
+//! The agent loop of one turn: ask the model through `llm.invoked`, run the
+//! tools it calls through `tool.invoked`, give it their results, and again,
+//! until it answers without tools (or asks the participants a question, or
+//! runs out of tool rounds).
+//!
+//! * A request is the system prompt from the configuration, then the
+//!   conversation as `transcript` fits it to the model's window, then the
+//!   turn's own tool rounds, with the turn's tools offered.
+//! * `llm.invoked` `pre` may rewrite the request or refuse it, an `in`
+//!   executor that sets `response` answers instead of the model, `post` may
+//!   rewrite the response. The model's text streams to subscribers as it
+//!   arrives (live only: the final status holds the whole reply).
+//! * The calls of one response run concurrently; each call, and each
+//!   result as it arrives, is journaled before the loop goes on, and the
+//!   results go back to the model in the order of the calls.
+//! * A tool call a restart cut off is never run again: the model is told it
+//!   was interrupted, and the loop goes on.
+//! * Dropping the turn (a complete control, a CancelTask) stops everything
+//!   in flight: the provider's connection closes, tool calls are dropped.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+
+use super::job::{Link, Record, TurnEnd, TurnOutput};
+use super::tools::{Called, ToolRun, Toolbox};
+use super::transcript::Transcript;
+use super::turn::hook_failure;
+use crate::commands::CommandRegistry;
+use crate::domain::{
+    ChatMessage, Effort, LlmContext, ModelEvent, ModelRequest, ModelResponse, StopReason, TaskView,
+    ToolCall, ToolOutput, Usage,
+};
+use crate::hooks::{HookCall, HookPoint, Operation, Phase, Trace};
+use crate::model::ModelEntry;
+
+/// Everything one model turn needs, taken from the task when it starts.
+pub(crate) struct AgentTurn {
+    pub(crate) registry: Arc<CommandRegistry>,
+    /// The conversation's model; `None` when its name is not configured.
+    pub(crate) model: Option<ModelEntry>,
+    pub(crate) model_name: String,
+    pub(crate) effort: Effort,
+    pub(crate) system: Option<String>,
+    pub(crate) max_tool_rounds: u32,
+    pub(crate) task: TaskView,
+    pub(crate) transcript: Transcript,
+    pub(crate) tools: Toolbox,
+}
+
+impl AgentTurn {
+    /// Run the turn to its end.
+    pub(crate) async fn run(self, link: Link) -> TurnOutput {
+        let trace = Trace::default();
+        let mut usage = None;
+        let end = self.drive(&link, &trace, &mut usage).await;
+        TurnOutput {
+            end,
+            trace: trace.finish(),
+            usage,
+        }
+    }
+
+    async fn drive(self, link: &Link, trace: &Trace, usage: &mut Option<Usage>) -> TurnEnd {
+        let Some(entry) = self.model.clone() else {
+            return TurnEnd::Failed(format!(
+                "the model `{}` is not configured on this server",
+                self.model_name
+            ));
+        };
+        let mut messages = self.transcript.messages.clone();
+        for call in &self.transcript.unanswered {
+            let output = interrupted(call);
+            if !link.record(Record::ToolResult(output.clone())).await {
+                return TurnEnd::Failed("the turn's tool results could not be recorded".into());
+            }
+            messages.push(ChatMessage::Tool(output));
+        }
+        for _round in 0..=self.max_tool_rounds {
+            let request = self.request(&entry, messages.clone());
+            let response = match self.ask(&entry, request, link, trace).await {
+                Ok(response) => response,
+                Err(reason) => return TurnEnd::Failed(reason),
+            };
+            if let Some(reported) = response.usage {
+                usage.get_or_insert_with(Usage::default).add(reported);
+            }
+            if response.tool_calls.is_empty() {
+                return match response.stop {
+                    StopReason::Refused if response.text.is_empty() => TurnEnd::Failed(format!(
+                        "the model `{}` refused to answer",
+                        self.model_name
+                    )),
+                    _ => TurnEnd::Reply(response.text),
+                };
+            }
+            let calls = response.tool_calls.clone();
+            let record = Record::ToolCalls {
+                text: response.text.clone(),
+                calls: calls.clone(),
+            };
+            if !link.record(record).await {
+                return TurnEnd::Failed("the model's tool calls could not be recorded".into());
+            }
+            messages.push(ChatMessage::Assistant {
+                content: response.text,
+                tool_calls: calls.clone(),
+            });
+            match self.run_calls(calls, link, trace).await {
+                Ok(outputs) => messages.extend(outputs.into_iter().map(ChatMessage::Tool)),
+                Err(Ended(end)) => return end,
+            }
+        }
+        TurnEnd::Stopped(format!(
+            "The agent stopped after {} tool rounds without a final answer. Send a message to let \
+             it go on.",
+            self.max_tool_rounds
+        ))
+    }
+
+    /// The request for the next step: system prompt, conversation, tools.
+    fn request(&self, entry: &ModelEntry, messages: Vec<ChatMessage>) -> ModelRequest {
+        ModelRequest {
+            model: self.model_name.clone(),
+            effort: self.effort,
+            system: self.system.clone(),
+            messages,
+            tools: self.tools.specs(),
+            max_output_tokens: entry.max_output_tokens,
+        }
+    }
+
+    /// One model request through `llm.invoked`.
+    async fn ask(
+        &self,
+        entry: &ModelEntry,
+        request: ModelRequest,
+        link: &Link,
+        trace: &Trace,
+    ) -> Result<ModelResponse, String> {
+        let context = LlmContext {
+            task: self.task.clone(),
+            request,
+            response: None,
+        };
+        let context = self.phase(Phase::Pre, context, trace).await?;
+        let mut context = self.phase(Phase::In, context, trace).await?;
+        if context.response.is_none() {
+            let response = stream(entry, context.request.clone(), link).await?;
+            context.response = Some(response);
+        }
+        let context = self.phase(Phase::Post, context, trace).await?;
+        context
+            .response
+            .ok_or_else(|| "an llm.invoked.post executor removed the response".to_owned())
+    }
+
+    async fn phase(
+        &self,
+        phase: Phase,
+        context: LlmContext,
+        trace: &Trace,
+    ) -> Result<LlmContext, String> {
+        let point = HookPoint::new(Operation::LlmInvoked, phase);
+        let call = HookCall::new(point, Some(&self.task.id)).traced(trace);
+        self.registry
+            .hooks()
+            .run_typed(call, None, context)
+            .await
+            .map_err(|error| hook_failure(point, error))
+    }
+
+    /// Run one response's calls: `ask_participant` after the others, which
+    /// run concurrently; each result is journaled as it arrives. Returns the
+    /// results in call order, or how the turn ends (with a question).
+    async fn run_calls(
+        &self,
+        calls: Vec<ToolCall>,
+        link: &Link,
+        trace: &Trace,
+    ) -> Result<Vec<ToolOutput>, Ended> {
+        let run = ToolRun {
+            registry: &self.registry,
+            tools: &self.tools,
+            task: &self.task,
+            trace,
+            link,
+        };
+        let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+        let mut question = None;
+        let mut running: FuturesUnordered<_> = calls
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(index, call)| {
+                let run = &run;
+                async move { (index, run.call(call).await) }
+            })
+            .collect();
+        while let Some((index, called)) = running.next().await {
+            let output = match called {
+                Called::Output(output) => output,
+                Called::Ask { question: asked } if question.is_none() => {
+                    question = Some(asked);
+                    continue;
+                }
+                Called::Ask { .. } => ToolOutput {
+                    call_id: calls[index].id.clone(),
+                    name: calls[index].name.clone(),
+                    content: "only one question can be asked at a time".into(),
+                    is_error: true,
+                },
+            };
+            if !link.record(Record::ToolResult(output.clone())).await {
+                return Err(Ended(TurnEnd::Failed(
+                    "a tool's result could not be recorded".into(),
+                )));
+            }
+            outputs[index] = Some(output);
+        }
+        if let Some(question) = question {
+            return Err(Ended(TurnEnd::Asked(question)));
+        }
+        Ok(outputs.into_iter().flatten().collect())
+    }
+}
+
+/// The turn ends before the model answers.
+struct Ended(TurnEnd);
+
+/// Stream `request` to `entry`'s model: text deltas to subscribers as they
+/// come, and the whole response at the end.
+async fn stream(
+    entry: &ModelEntry,
+    request: ModelRequest,
+    link: &Link,
+) -> Result<ModelResponse, String> {
+    let model = request.model.clone();
+    let mut events = entry.model.stream(request);
+    let mut response = ModelResponse {
+        text: String::new(),
+        tool_calls: Vec::new(),
+        usage: None,
+        stop: StopReason::EndTurn,
+    };
+    while let Some(event) = events.next().await {
+        match event.map_err(|error| format!("the model `{model}` failed: {error}"))? {
+            ModelEvent::TextDelta(delta) => {
+                response.text.push_str(&delta);
+                link.delta(delta).await;
+            }
+            ModelEvent::ToolCall(call) => response.tool_calls.push(call),
+            ModelEvent::Usage(usage) => response.usage = Some(usage),
+            ModelEvent::Progress(text) => link.progress(text).await,
+            ModelEvent::Stop(stop) => {
+                response.stop = stop;
+                return Ok(response);
+            }
+        }
+    }
+    Err(format!(
+        "the model `{model}` stopped answering before it finished"
+    ))
+}
+
+/// What the model reads for a call a restart cut off.
+fn interrupted(call: &ToolCall) -> ToolOutput {
+    ToolOutput {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: "This call was interrupted by a restart of the harness before it finished, and \
+                  it was not run again, because its effects may not be safe to repeat. Check \
+                  whether it took effect before calling it again."
+            .into(),
+        is_error: true,
+    }
+}

@@ -1,0 +1,313 @@
+//! The agent loop: tool rounds with parallel calls, the intrinsic tools,
+//! `llm.invoked` and `tool.invoked` around every step, the turn's trace and
+//! usage, the round limit, and tool calls cut off by a restart.
+
+use std::sync::Mutex;
+
+use super::*;
+use crate::domain::{ChatMessage, ModelEvent, ModelRequest, StopReason, ToolCall, Usage};
+use crate::model::{Model, ModelStream};
+use crate::task::AgentSettings;
+
+/// The history's messages as `(role, stream kind or harness mark, text)`.
+fn shape(task: &Task) -> Vec<(String, String, String)> {
+    task.history
+        .iter()
+        .map(|message| {
+            let kind = message
+                .metadata
+                .get("stream")
+                .or_else(|| message.metadata.get("harness"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let role = format!("{:?}", message.role).to_lowercase();
+            (role, kind, message_text(message))
+        })
+        .collect()
+}
+
+fn kinds(task: &Task) -> Vec<String> {
+    shape(task).into_iter().map(|(_, kind, _)| kind).collect()
+}
+
+fn spawn_calls(goals: &[&str]) -> String {
+    goals
+        .iter()
+        .map(|goal| format!("use tool spawn_subtask with {}", json!({ "goal": goal })))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order() {
+    let service = service();
+    // The first call's sub-task works for a second, the second's answers at
+    // once: if they ran one after the other, the second could not finish
+    // first.
+    let text = spawn_calls(&["work for 1 seconds", "hello"]);
+    let task = within(30, start(&service, "alice", &text)).await;
+    assert_parked(&task, "awaiting-next-message");
+    let kinds = kinds(&task);
+    assert_eq!(
+        kinds,
+        ["", "tool-call", "tool-result", "tool-result", ""],
+        "{:#?}",
+        shape(&task)
+    );
+    // Journaled as they finished: the quick one first.
+    let results: Vec<&Message> = task.history[2..4].iter().collect();
+    let call_id = |message: &Message| {
+        message.parts[0].as_data().expect("data")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    assert_eq!(call_id(results[0]), "offline-call-2");
+    assert_eq!(call_id(results[1]), "offline-call-1");
+    // Read back by the model in call order.
+    let reply = status_text(&task);
+    let first = reply.find("Worked for 1 seconds").expect("first result");
+    let second = reply.find("You said: hello").expect("second result");
+    assert!(first < second, "{reply}");
+    assert_eq!(subtasks(&task).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_a_tool_call_and_the_next_message_answers_it() {
+    let service = service();
+    let asked = start(&service, "alice", "ask me").await;
+    assert_parked(&asked, "awaiting-answer");
+    assert_eq!(kinds(&asked), ["", "tool-call", "question"]);
+    // A command meanwhile neither answers it nor forgets it.
+    let status = send(&service, "alice", say(Some(&asked.id), "/status"))
+        .await
+        .expect("command");
+    assert_parked(&status, "awaiting-answer");
+    let answered = send(&service, "alice", say(Some(&asked.id), "Is it late?"))
+        .await
+        .expect("answered");
+    assert_parked(&answered, "awaiting-next-message");
+    assert!(status_text(&answered).starts_with("You asked: Is it late?\nMy answer: "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawned_subtask_holds_completion_until_it_finishes() {
+    let service = service();
+    let text = spawn_calls(&["work for 3 seconds"]);
+    let working = send(&service, "alice", immediately(say(None, &text)))
+        .await
+        .expect("accepted");
+    let task_id = working.id.clone();
+    // Wait until the sub-task exists (the call is journaled, then spawned).
+    let task = wait_for(&service, &task_id, |task| !subtasks(task).is_empty()).await;
+    assert_eq!(task.status.state, TaskState::Working);
+    // Complete cuts the turn; the open sub-task refuses the completion.
+    let refused = send(&service, "alice", control(&task_id, "complete"))
+        .await
+        .expect("answered");
+    assert_parked(&refused, "awaiting-next-message");
+    assert!(
+        status_text(&refused).contains("still open"),
+        "{}",
+        status_text(&refused)
+    );
+    // Once the sub-task reports, completion goes through.
+    wait_for(&service, &task_id, |task| {
+        task.artifacts
+            .iter()
+            .any(|a| a.artifact_id.starts_with("subtask-"))
+    })
+    .await;
+    let completed = send(&service, "alice", control(&task_id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_invoked_body_answers_instead_of_the_model() {
+    let hooks = native_hook(
+        HookPoint::new(Operation::LlmInvoked, Phase::In),
+        500,
+        |context| {
+            let mut next = context.clone();
+            let asked = context["request"]["messages"][0]["content"].clone();
+            next["response"] = json!({ "text": format!("hook saw {asked}"), "stop": "end_turn" });
+            Decision::Replace(next)
+        },
+    );
+    let service = service_with(hooks);
+    let task = start(&service, "alice", "hi").await;
+    assert_eq!(status_text(&task), "hook saw \"hi\"");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_invoked_pre_refuses_a_call_and_the_model_reads_why() {
+    let hooks = native_hook(
+        HookPoint::new(Operation::ToolInvoked, Phase::Pre),
+        100,
+        |context| {
+            if context["call"]["name"] == "spawn_subtask" {
+                Decision::Abort(Abort {
+                    reason: AbortReason::Policy,
+                    message: "no delegation today".into(),
+                })
+            } else {
+                Decision::Pass
+            }
+        },
+    );
+    let service = service_with(hooks);
+    let task = start(&service, "alice", &spawn_calls(&["anything"])).await;
+    let reply = status_text(&task);
+    assert!(
+        reply.starts_with("Tool spawn_subtask failed: the call was refused by"),
+        "{reply}"
+    );
+    assert!(reply.contains("no delegation today"), "{reply}");
+    assert!(subtasks(&task).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_turn_records_its_trace_and_model_turns_their_usage() {
+    let service = service();
+    let task = start(&service, "alice", "hello").await;
+    let reply = task.status.message.as_ref().expect("reply");
+    let usage = &reply.metadata["trace"]["usage"];
+    assert!(usage["input_tokens"].as_u64() > Some(0), "{usage}");
+    assert_eq!(task.metadata["usage"]["turns"], 1);
+
+    let status = send(&service, "alice", say(Some(&task.id), "/status"))
+        .await
+        .expect("command");
+    let trace = &status.status.message.as_ref().expect("reply").metadata["trace"];
+    let steps: Vec<(&str, &str, &str)> = trace["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|step| {
+            (
+                step["point"].as_str().unwrap_or(""),
+                step["executor"].as_str().unwrap_or(""),
+                step["outcome"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("command.invoked.pre", "builtin/role-policy", "pass"),
+            ("command.invoked.in", "builtin/status-body", "replace"),
+        ]
+    );
+    assert_eq!(trace["steps"][1]["source"], "builtin.wasm");
+}
+
+/// A model that calls the tool `noop` every time it is asked.
+struct AlwaysCalls {
+    requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl Model for AlwaysCalls {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let mut requests = self.requests.lock().expect("not poisoned");
+        requests.push(request);
+        let call = ToolCall {
+            id: format!("call-{}", requests.len()),
+            name: "noop".into(),
+            arguments: json!({}),
+        };
+        let events = vec![
+            Ok(ModelEvent::ToolCall(call)),
+            Ok(ModelEvent::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 1,
+            })),
+            Ok(ModelEvent::Stop(StopReason::ToolUse)),
+        ];
+        Box::pin(tokio_stream::iter(events))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
+    // A `tool.invoked.in` executor filtered to `noop` is its body.
+    let mut builder = CommandRegistry::builder();
+    builder
+        .add_hook(HookEntry {
+            name: "noop-body".into(),
+            origin: "native".into(),
+            point: HookPoint::new(Operation::ToolInvoked, Phase::In),
+            command: Some("noop".into()),
+            priority: 1000,
+            kind: ExecutorKind::Native,
+            source: "native".into(),
+            executor: Arc::new(NativeExecutor::new(|_, context: &Value| {
+                let mut next = context.clone();
+                next["result"] = json!({ "output": "done" });
+                Ok(Decision::Replace(next))
+            })),
+        })
+        .expect("a tool body registers");
+    let loaded = PluginLoader::new(runtime()).load(None, builder);
+    let model = Arc::new(AlwaysCalls {
+        requests: Mutex::new(Vec::new()),
+    });
+    let models = Models::only(model.clone());
+    let settings = TaskSettings {
+        agent: AgentSettings {
+            max_tool_rounds: 2,
+            system_prompt: Some("Be brief.".into()),
+        },
+        ..TaskSettings::default()
+    };
+    let service = TaskService::new(settings, Registries::new(loaded.registry), models);
+    let task = start(&service, "alice", "go").await;
+    assert_parked(&task, "awaiting-next-message");
+    assert!(
+        status_text(&task).starts_with("The agent stopped after 2 tool rounds"),
+        "{}",
+        status_text(&task)
+    );
+    let requests = model.requests.lock().expect("not poisoned");
+    // Two rounds ran their calls; the third answer's calls did not run.
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].system.as_deref(), Some("Be brief."));
+    let last = requests.last().expect("a request");
+    let outputs: Vec<&str> = last
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            ChatMessage::Tool(output) => Some(output.content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs, ["done", "done"]);
+    // Usage adds up over the turn's requests.
+    assert_eq!(task.metadata["usage"]["input_tokens"], 30);
+}
+
+#[test]
+fn an_executor_at_a_phase_that_never_runs_is_refused() {
+    let mut builder = CommandRegistry::builder();
+    let entry = |point: &str| HookEntry {
+        name: "x".into(),
+        origin: "test".into(),
+        point: point.parse().expect("a known point"),
+        command: None,
+        priority: 1,
+        kind: ExecutorKind::Native,
+        source: "native".into(),
+        executor: Arc::new(NativeExecutor::new(|_, _: &Value| Ok(Decision::Pass))),
+    };
+    for point in [
+        "task.created.in",
+        "task.state_changed.pre",
+        "subtask.spawned.in",
+    ] {
+        let error = builder.add_hook(entry(point)).expect_err(point).to_string();
+        assert!(error.contains("where no executor ever runs"), "{error}");
+    }
+    assert!(builder.add_hook(entry("task.created.pre")).is_ok());
+}

@@ -1,0 +1,471 @@
+//! The conversation as a model sees it, read from the task's history.
+//!
+//! The history is the one record of a conversation: participants' messages,
+//! the agent's replies, and the agent loop's tool calls and results (each
+//! journaled as it happens). A model request is built from it, newest first,
+//! as far as the model's context window allows:
+//!
+//! * a participant's ordinary message is a `user` message;
+//! * a reply of the model is an `assistant` message; a message recording
+//!   tool calls (`metadata.stream = "tool-call"`) is an `assistant` message
+//!   with those calls, and one recording a result (`"tool-result"`) is that
+//!   tool's output;
+//! * what the harness itself said or handled (commands and their replies,
+//!   controls, participant changes, completion verdicts, notices such as a
+//!   failed turn) carries `metadata.harness` and is left out: commands run
+//!   on the harness, never the model (decision 007);
+//! * a participant's message that follows an unanswered `ask_participant`
+//!   call is that call's result.
+//!
+//! **Fitting the window.** Messages are taken from the newest back while
+//! their estimated size (4 bytes a token) fits the budget, and the cut is
+//! always made just before a participant's message, so a tool call is never
+//! separated from its result; the current turn is always kept whole, even
+//! when it alone exceeds the budget (the provider then says the
+//! conversation is too long, and the participants read that).
+
+use serde_json::{Map, Value, json};
+
+use crate::a2a::types::{Message, Part, Role as MessageRole};
+use crate::domain::{ChatMessage, ToolCall, ToolOutput};
+
+/// Messages the model does not see carry this key, saying what they are.
+pub(crate) const HARNESS_KEY: &str = "harness";
+/// Messages recording tool activity carry this key (also in the status
+/// update that streams them).
+pub(crate) const STREAM_KEY: &str = "stream";
+/// The `stream` value of a message recording the model's tool calls.
+pub(crate) const TOOL_CALL: &str = "tool-call";
+/// The `stream` value of a message recording one tool's result.
+pub(crate) const TOOL_RESULT: &str = "tool-result";
+/// The `stream` value of a live-only text delta.
+pub(crate) const TEXT_DELTA: &str = "text-delta";
+
+/// The intrinsic tool whose result is the participants' next message.
+pub(crate) const ASK_PARTICIPANT: &str = "ask_participant";
+
+/// What `harness` says a message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HarnessMark {
+    /// A participant's command, or its reply.
+    Command,
+    /// A control envelope or a participants event.
+    Envelope,
+    /// The harness's own message: a verdict, a failure, a notice.
+    Notice,
+    /// The question of an `ask_participant` call, shown to participants;
+    /// the model has it as the call's arguments.
+    Question,
+}
+
+impl HarnessMark {
+    fn as_str(self) -> &'static str {
+        match self {
+            HarnessMark::Command => "command",
+            HarnessMark::Envelope => "envelope",
+            HarnessMark::Notice => "notice",
+            HarnessMark::Question => "question",
+        }
+    }
+}
+
+/// Mark `message` as one the model does not see.
+pub(crate) fn mark(message: &mut Message, mark: HarnessMark) {
+    message
+        .metadata
+        .insert(HARNESS_KEY.into(), json!(mark.as_str()));
+}
+
+/// The agent message recording the model's `calls` (and the text it wrote
+/// before them).
+pub(crate) fn tool_calls_parts(text: &str, calls: &[ToolCall]) -> (Vec<Part>, Map<String, Value>) {
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        parts.push(Part::text(text));
+    }
+    parts.extend(calls.iter().map(|call| {
+        Part::data(json!({ "id": call.id, "name": call.name, "arguments": call.arguments }))
+    }));
+    (parts, stream_metadata(TOOL_CALL))
+}
+
+/// The agent message recording one tool's output.
+pub(crate) fn tool_result_parts(output: &ToolOutput) -> (Vec<Part>, Map<String, Value>) {
+    let outcome = if output.is_error { "error" } else { "result" };
+    let part = Part::data(json!({
+        "id": output.call_id,
+        "name": output.name,
+        outcome: output.content,
+    }));
+    (vec![part], stream_metadata(TOOL_RESULT))
+}
+
+pub(crate) fn stream_metadata(kind: &str) -> Map<String, Value> {
+    let mut metadata = Map::new();
+    metadata.insert(STREAM_KEY.into(), json!(kind));
+    metadata
+}
+
+/// Whether the model's last question (`ask_participant`) still waits for
+/// the participants' answer: nothing but harness messages (commands, their
+/// replies, notices) came after the question. Reads back only over those.
+pub(crate) fn awaits_answer(history: &[Message]) -> bool {
+    history
+        .iter()
+        .rev()
+        .find(|message| !message.metadata.contains_key(HARNESS_KEY))
+        .is_some_and(|message| match Seen::of(message) {
+            Some(Seen::Calls { calls, .. }) => {
+                calls.iter().any(|call| call.name == ASK_PARTICIPANT)
+            }
+            _ => false,
+        })
+}
+
+/// The model's view of a conversation: the messages that fit, and the tool
+/// calls of the last round still waiting for a result (a restart cut them
+/// off).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Transcript {
+    pub(crate) messages: Vec<ChatMessage>,
+    pub(crate) unanswered: Vec<ToolCall>,
+}
+
+/// The conversation in `history` as a model sees it, fitted to
+/// `budget_tokens` (see the module documentation). Reads only as far back
+/// as the budget reaches.
+pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript {
+    // Read newest first, one turn (a participant's message and everything
+    // after it) at a time; keep whole turns while they fit.
+    let mut turns: Vec<Vec<&Message>> = Vec::new();
+    let mut current: Vec<&Message> = Vec::new();
+    let mut used = 0u64;
+    for message in history.iter().rev() {
+        let Some(entry) = Seen::of(message) else {
+            continue;
+        };
+        current.push(message);
+        used = used.saturating_add(entry.estimated_tokens());
+        if entry.starts_turn() {
+            let first_turn = turns.is_empty();
+            if !first_turn && used > budget_tokens {
+                break;
+            }
+            turns.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() && (turns.is_empty() || used <= budget_tokens) {
+        // Messages older than any participant's (a sub-task's goal turn).
+        turns.push(current);
+    }
+    let ordered: Vec<&Message> = turns
+        .into_iter()
+        .rev()
+        .flat_map(|turn| turn.into_iter().rev())
+        .collect();
+    assemble(&ordered)
+}
+
+/// Turn the kept messages, oldest first, into chat messages.
+fn assemble(messages: &[&Message]) -> Transcript {
+    let mut out = Vec::new();
+    // Calls of the latest tool-call message still waiting for results.
+    let mut waiting: Vec<ToolCall> = Vec::new();
+    for message in messages {
+        match Seen::of(message) {
+            Some(Seen::User(text)) => {
+                match waiting.iter().position(|call| call.name == ASK_PARTICIPANT) {
+                    Some(at) => {
+                        let call = waiting.remove(at);
+                        out.push(ChatMessage::Tool(ToolOutput {
+                            call_id: call.id,
+                            name: call.name,
+                            content: text,
+                            is_error: false,
+                        }));
+                    }
+                    None => out.push(ChatMessage::User { content: text }),
+                }
+                // Any other call left waiting was cut off by a restart
+                // before the participant's message; it stays unanswered in
+                // the transcript, which providers accept as history.
+                waiting.clear();
+            }
+            Some(Seen::Reply(text)) => out.push(ChatMessage::Assistant {
+                content: text,
+                tool_calls: Vec::new(),
+            }),
+            Some(Seen::Calls { text, calls }) => {
+                waiting = calls.clone();
+                out.push(ChatMessage::Assistant {
+                    content: text,
+                    tool_calls: calls,
+                });
+            }
+            Some(Seen::Result(output)) => {
+                waiting.retain(|call| call.id != output.call_id);
+                out.push(ChatMessage::Tool(output));
+            }
+            None => {}
+        }
+    }
+    Transcript {
+        messages: out,
+        unanswered: waiting,
+    }
+}
+
+/// A history message as the model sees it, or `None` for one it does not.
+enum Seen {
+    User(String),
+    Reply(String),
+    Calls { text: String, calls: Vec<ToolCall> },
+    Result(ToolOutput),
+}
+
+impl Seen {
+    fn of(message: &Message) -> Option<Seen> {
+        if message.metadata.contains_key(HARNESS_KEY) {
+            return None;
+        }
+        let text = text_of(message);
+        match (
+            message.role,
+            message.metadata.get(STREAM_KEY).and_then(Value::as_str),
+        ) {
+            (MessageRole::Agent, Some(TOOL_CALL)) => Some(Seen::Calls {
+                text,
+                calls: message
+                    .parts
+                    .iter()
+                    .filter_map(Part::as_data)
+                    .filter_map(|data| serde_json::from_value(data.clone()).ok())
+                    .collect(),
+            }),
+            (MessageRole::Agent, Some(TOOL_RESULT)) => {
+                let data = message.parts.iter().find_map(Part::as_data)?;
+                let (content, is_error) = match (data.get("result"), data.get("error")) {
+                    (Some(result), _) => (content_text(result), false),
+                    (None, Some(error)) => (content_text(error), true),
+                    (None, None) => return None,
+                };
+                Some(Seen::Result(ToolOutput {
+                    call_id: data.get("id")?.as_str()?.to_owned(),
+                    name: data.get("name")?.as_str()?.to_owned(),
+                    content,
+                    is_error,
+                }))
+            }
+            (MessageRole::Agent, _) => Some(Seen::Reply(text)),
+            _ => Some(Seen::User(text)),
+        }
+    }
+
+    fn starts_turn(&self) -> bool {
+        matches!(self, Seen::User(_))
+    }
+
+    fn estimated_tokens(&self) -> u64 {
+        let bytes = match self {
+            Seen::User(text) | Seen::Reply(text) => text.len(),
+            Seen::Calls { text, calls } => {
+                text.len()
+                    + calls
+                        .iter()
+                        .map(|call| call.name.len() + call.arguments.to_string().len())
+                        .sum::<usize>()
+            }
+            Seen::Result(output) => output.content.len(),
+        };
+        (bytes as u64).div_ceil(4) + 4
+    }
+}
+
+/// A tool result's JSON as the model reads it: a string as it is, anything
+/// else as JSON text.
+fn content_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The text parts of a message, joined by newlines; its data parts as JSON
+/// (a participant may send structured content).
+fn text_of(message: &Message) -> String {
+    let mut pieces: Vec<String> = Vec::new();
+    for part in &message.parts {
+        if let Some(text) = part.as_text() {
+            pieces.push(text.to_owned());
+        } else if let Some(data) = part.as_data()
+            && message.metadata.get(STREAM_KEY).is_none()
+        {
+            pieces.push(data.to_string());
+        }
+    }
+    pieces.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message::new(
+            MessageRole::User,
+            crate::task::state::new_id(),
+            vec![Part::text(text)],
+        )
+    }
+
+    fn agent(parts: Vec<Part>, metadata: Map<String, Value>) -> Message {
+        Message {
+            metadata,
+            ..Message::new(MessageRole::Agent, crate::task::state::new_id(), parts)
+        }
+    }
+
+    fn reply(text: &str) -> Message {
+        agent(vec![Part::text(text)], Map::new())
+    }
+
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({"n": 1}),
+        }
+    }
+
+    fn calls(text: &str, calls: &[ToolCall]) -> Message {
+        let (parts, metadata) = tool_calls_parts(text, calls);
+        agent(parts, metadata)
+    }
+
+    fn result(id: &str, name: &str, content: &str) -> Message {
+        let (parts, metadata) = tool_result_parts(&ToolOutput {
+            call_id: id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: false,
+        });
+        agent(parts, metadata)
+    }
+
+    fn roles(transcript: &Transcript) -> Vec<&'static str> {
+        transcript
+            .messages
+            .iter()
+            .map(|message| match message {
+                ChatMessage::User { .. } => "user",
+                ChatMessage::Assistant { tool_calls, .. } if tool_calls.is_empty() => "assistant",
+                ChatMessage::Assistant { .. } => "calls",
+                ChatMessage::Tool(_) => "tool",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_rounds_read_back_as_calls_and_results_and_harness_messages_are_left_out() {
+        let mut command = user("/status");
+        mark(&mut command, HarnessMark::Command);
+        let mut status = reply("model offline-echo");
+        mark(&mut status, HarnessMark::Command);
+        let history = vec![
+            user("roll two dice"),
+            calls("rolling", &[call("c1", "dice"), call("c2", "dice")]),
+            result("c1", "dice", "4"),
+            result("c2", "dice", "6"),
+            reply("4 and 6"),
+            command,
+            status,
+        ];
+        let transcript = transcript(&history, u64::MAX);
+        assert_eq!(
+            roles(&transcript),
+            ["user", "calls", "tool", "tool", "assistant"]
+        );
+        assert!(transcript.unanswered.is_empty());
+        let ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } = &transcript.messages[1]
+        else {
+            panic!("calls");
+        };
+        assert_eq!((content.as_str(), tool_calls.len()), ("rolling", 2));
+        assert_eq!(
+            transcript.messages[3],
+            ChatMessage::Tool(ToolOutput {
+                call_id: "c2".into(),
+                name: "dice".into(),
+                content: "6".into(),
+                is_error: false
+            })
+        );
+    }
+
+    #[test]
+    fn an_answer_to_ask_participant_is_the_calls_result() {
+        let mut question = reply("What next?");
+        mark(&mut question, HarnessMark::Question);
+        let history = vec![
+            user("ask me"),
+            calls("", &[call("a1", ASK_PARTICIPANT)]),
+            question,
+            user("go on"),
+        ];
+        let transcript = transcript(&history, u64::MAX);
+        assert_eq!(roles(&transcript), ["user", "calls", "tool"]);
+        assert!(
+            matches!(&transcript.messages[2], ChatMessage::Tool(output) if output.content == "go on" && output.call_id == "a1")
+        );
+    }
+
+    #[test]
+    fn calls_a_restart_cut_off_are_reported_unanswered() {
+        let history = vec![
+            user("roll"),
+            calls("", &[call("c1", "dice"), call("c2", "dice")]),
+            result("c1", "dice", "4"),
+        ];
+        let transcript = transcript(&history, u64::MAX);
+        assert_eq!(transcript.unanswered, vec![call("c2", "dice")]);
+    }
+
+    #[test]
+    fn old_turns_are_left_out_whole_and_the_current_turn_always_stays() {
+        let long = "x".repeat(400); // ~104 tokens a message
+        let history = vec![
+            user(&long),
+            calls("", &[call("c1", "dice")]),
+            result("c1", "dice", &long),
+            reply(&long),
+            user(&long),
+            reply(&long),
+            user("now"),
+        ];
+        // Room for the last turn and the one before, not the first.
+        let transcript = transcript(&history, 300);
+        assert_eq!(roles(&transcript), ["user", "assistant", "user"]);
+        // A budget smaller than the current turn still keeps it.
+        assert_eq!(roles(&super::transcript(&history, 1)), ["user"]);
+        // Everything fits: nothing is left out, and no call is split from
+        // its result at any budget.
+        assert_eq!(super::transcript(&history, u64::MAX).messages.len(), 7);
+        for budget in 0..1000 {
+            let kept = super::transcript(&history, budget);
+            let calls = kept
+                .messages
+                .iter()
+                .filter(|m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
+                .count();
+            let results = kept
+                .messages
+                .iter()
+                .filter(|m| matches!(m, ChatMessage::Tool(_)))
+                .count();
+            assert_eq!(calls, results, "budget {budget}");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Issue 8: the trust boundaries, each case against the real binary.
+
+mod roles;
