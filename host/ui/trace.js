@@ -6,18 +6,22 @@ import { h } from './dom.js';
 /** A collapsed trace for an agent message, or null when it carries none. */
 export function renderTrace(message) {
   const trace = message && message.metadata && message.metadata.trace;
-  if (!trace || !Array.isArray(trace.steps)) return null;
-  const total = trace.steps.reduce((sum, step) => sum + (Number(step.duration_us) || 0), 0);
-  const summary = [`Turn trace: ${trace.steps.length} step${trace.steps.length === 1 ? '' : 's'}`,
-    `, ${milliseconds(total)}`];
-  if (trace.usage) summary.push(`, ${tokens(trace.usage)}`);
+  if (!trace) return null;
+  const steps = Array.isArray(trace.steps) ? trace.steps : [];
+  const total = steps.reduce((sum, step) => sum + (Number(step.duration_us) || 0), 0);
+  const summary = [];
+  if (steps.length) summary.push(`${steps.length} step${steps.length === 1 ? '' : 's'}, ${milliseconds(total)}`);
+  if (trace.usage) summary.push(tokens(trace.usage));
+  if (!summary.length) return null;
+  const title = `Turn trace: ${summary.join(', ')}`;
+  if (!steps.length) return h('p', { class: 'trace' }, title);
   return h('details', { class: 'trace' },
-    h('summary', {}, summary.join('')),
+    h('summary', {}, title),
     h('table', {},
       h('caption', { class: 'visually-hidden' }, 'What ran in this turn'),
       h('thead', {}, h('tr', {},
         ['Hook point', 'Executor', 'Kind', 'Duration', 'Outcome'].map((name) => h('th', { scope: 'col' }, name)))),
-      h('tbody', {}, trace.steps.map((step) => h('tr', { class: `outcome-${step.outcome}` },
+      h('tbody', {}, steps.map((step) => h('tr', { class: `outcome-${step.outcome}` },
         h('td', {}, step.point || ''),
         h('td', {}, step.executor || ''),
         h('td', {}, step.kind || ''),

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::a2a::types::{Message, Metadata, Part, PartContent, Role, Task, TaskState};
 
 /// How far continuation lines of a message are indented, under its text.
-const INDENT: &str = "        ";
+pub(crate) const INDENT: &str = "        ";
 
 /// Data parts up to this many characters print on one line.
 const JSON_ON_ONE_LINE: usize = 100;
@@ -174,7 +174,10 @@ pub(crate) fn state_line(task_id: &str, state: TaskState, sub_state: Option<&str
 /// The turn trace of an agent message in one line, if it carries one (CONVENTIONS.md).
 pub(crate) fn trace(message: &Message) -> Option<String> {
     let trace = message.metadata.get("trace")?;
-    let steps = trace["steps"].as_array()?;
+    let steps = trace["steps"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let listed: Vec<String> = steps
         .iter()
         .map(|step| {
@@ -187,12 +190,14 @@ pub(crate) fn trace(message: &Message) -> Option<String> {
             )
         })
         .collect();
-    let mut line = format!("   trace: {}", listed.join("; "));
-    if let Some(usage) = trace.get("usage") {
-        let _ = write!(line, " · {}", tokens(usage));
+    let mut shown = Vec::new();
+    if !listed.is_empty() {
+        shown.push(listed.join("; "));
     }
-    line.push('\n');
-    Some(line)
+    if let Some(usage) = trace.get("usage") {
+        shown.push(tokens(usage));
+    }
+    (!shown.is_empty()).then(|| format!("   trace: {}\n", shown.join(" · ")))
 }
 
 /// "120 in, 48 out tokens"
@@ -313,6 +318,19 @@ mod tests {
         assert_eq!(
             message(&control),
             "you   › (asked to complete the conversation)\n"
+        );
+    }
+
+    #[test]
+    fn a_trace_without_steps_shows_its_tokens() {
+        let agent: Message = serde_json::from_value(json!({
+            "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}],
+            "metadata": {"trace": {"steps": [], "usage": {"input_tokens": 9, "output_tokens": 15}}},
+        }))
+        .expect("a message");
+        assert_eq!(
+            trace(&agent).expect("a trace"),
+            "   trace: 9 in, 15 out tokens\n"
         );
     }
 

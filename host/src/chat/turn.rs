@@ -76,7 +76,11 @@ impl TurnView {
         };
         match update.metadata.get("stream").and_then(Value::as_str) {
             Some("text-delta") => {
-                let piece = part.as_text().unwrap_or_default();
+                // Continuation lines sit under the text, as in a whole message.
+                let piece = part
+                    .as_text()
+                    .unwrap_or_default()
+                    .replace('\n', &format!("\n{}", render::INDENT));
                 let lead = if self.mid_line { "" } else { "agent › " };
                 self.streamed = true;
                 self.mid_line = true;
@@ -208,7 +212,10 @@ mod tests {
             view.show(&working("Hel", Some("text-delta")), now),
             "agent › Hel"
         );
-        assert_eq!(view.show(&working("lo", Some("text-delta")), now), "lo");
+        assert_eq!(
+            view.show(&working("lo\nthere", Some("text-delta")), now),
+            "lo\n        there"
+        );
         let end = view.show(&parked("Hello"), now);
         assert_eq!(end, "\n── waiting for your next message · t1234567 ──\n");
     }
