@@ -124,6 +124,7 @@ export class Composer {
   /** Asks the command's plugin (through the completion route) what may follow. */
   async ask(text, declared) {
     const { completion, taskId } = this.context;
+    // A server without the completion route: the declared values are all there is.
     if (!completion) return;
     const controller = new AbortController();
     this.asking = controller;

@@ -63,15 +63,26 @@ export class Conversation {
     this.task = null;
     this.role = null;
     this.render();
-    try {
-      const answer = await complete(this.completion, null, '');
-      if (this.taskId !== null) return;
-      this.role = answer.role;
-    } catch (error) {
-      showError('Your role could not be read', error);
-      this.role = 'reporter';
-    }
+    const role = await this.roleIn(null);
+    if (this.taskId !== null) return;
+    this.role = role;
     this.render();
+  }
+
+  /**
+   * This participant's role in task `taskId` (or in a conversation they start), which the
+   * completion route tells. Without it the page offers the controls and lets the server
+   * decide: its refusals are shown.
+   */
+  async roleIn(taskId) {
+    if (!this.completion) return 'reporter';
+    try {
+      return (await complete(this.completion, taskId, '')).role;
+    } catch (error) {
+      if (error.reason === 'TASK_NOT_FOUND') throw error;
+      showError('Your role could not be read', error);
+      return 'reporter';
+    }
   }
 
   /** Task `taskId`: read it, learn this participant's role on it, and follow it live. */
@@ -83,13 +94,10 @@ export class Conversation {
     this.role = null;
     this.render();
     try {
-      const [task, answer] = await Promise.all([
-        rpc('GetTask', { id: taskId }),
-        complete(this.completion, taskId, ''),
-      ]);
+      const [task, role] = await Promise.all([rpc('GetTask', { id: taskId }), this.roleIn(taskId)]);
       if (this.taskId !== taskId) return;
       this.task = task;
-      this.role = answer.role;
+      this.role = role;
     } catch (error) {
       if (this.taskId !== taskId) return;
       showError(`Conversation ${shortId(taskId)} could not be opened`, error);
