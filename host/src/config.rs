@@ -5,25 +5,36 @@
 //! defaults. Every key is optional. An unknown key is an error naming it (a typo must not
 //! silently fall back to a default), and so is any invalid value ([`Config::validate`]).
 //!
-//! A complete file, every value at its default except the examples for `admins`, `[auth]`:
+//! A complete file, every value at its default except the examples for `admins`, `[auth]`
+//! and `[http]`:
 //!
 //! ```toml
 //! listen = "127.0.0.1:8080"        # IP:PORT; port 0 picks a free port
 //! plugins_dir = "plugins"
 //! # cache_dir = "/home/me/.cache/tiny-harness/components"
 //! default_effort = "medium"        # low | medium | high
-//! admins = ["root"]                # participant ids that are admins on every task
+//! admins = ["root"]                # admins on every task; needs [auth] tokens (default none)
 //!
 //! [models]
 //! default = "offline-echo"         # must be one of `selectable`
 //! selectable = ["offline-echo", "offline-large"]
 //!
 //! [auth]
-//! tokens = { "s3cret-token" = "alice" }   # bearer token -> participant id
+//! tokens = { "s3cret-token" = "alice", "r00t-token" = "root" }  # bearer token -> participant id
+//!
+//! [http]
+//! public_names = ["harness.example.com"]        # Host names besides loopback (default none)
+//! allowed_origins = ["https://app.example.com"] # browser origins besides the server's own
 //!
 //! [limits]
 //! max_body_bytes = 1048576
 //! header_read_timeout_secs = 30    # to send a request's headers, per request
+//! body_read_timeout_secs = 30      # to send a request's body
+//! max_connections = 512            # open connections; beyond: an idle one is closed, or 503
+//! tls_handshake_timeout_secs = 10
+//! max_parts_per_message = 100
+//! max_json_depth = 32              # nesting of metadata and data parts
+//! max_json_values_per_message = 10000  # JSON values in a message's metadata and data parts
 //! max_history_messages = 100000    # per task
 //! max_reply_bytes = 262144         # per command reply, text and data together
 //! max_effects = 16                 # per command
@@ -34,12 +45,16 @@
 //! max_tool_rounds = 8              # per turn, at most 64
 //!
 //! [rate_limit]
-//! per_participant_burst = 20
+//! per_participant_burst = 20       # message sends; by token, or by the self-asserted id
 //! per_participant_per_second = 5.0
+//! per_address_burst = 20           # without tokens, also by the caller's IP address
+//! per_address_per_second = 5.0
+//! max_buckets = 10000              # buckets kept; the least recently used goes first
 //!
 //! [completion]                     # command completion for renderers (POST .../commands:complete)
-//! per_participant_burst = 50
+//! per_participant_burst = 50       # also per IP address without tokens, apart from sends
 //! per_participant_per_second = 10.0
+//! max_text_bytes = 4096            # the text one request completes
 //!
 //! [store]
 //! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
@@ -52,12 +67,39 @@
 //! max_attempts = 5
 //! initial_backoff_ms = 500
 //! timeout_secs = 10
+//! max_configs_per_task = 10
+//! max_configs_per_participant = 100  # across all tasks
 //!
 //! [tls]
 //! # cert_file = "server.pem"       # serve https: the certificate chain (PEM) ...
 //! # key_file = "server-key.pem"    # ... and its private key (PEM); both or neither
 //! extra_ca_files = []              # PEM roots for https webhooks and remote executors
 //! ```
+//!
+//! Every limit, what it bounds and the error when it is hit (the README's "Limits" table
+//! says the same):
+//!
+//! | key | default | bounds | when hit |
+//! | :-- | :-- | :-- | :-- |
+//! | `limits.max_body_bytes` | 1 MiB | a request body | `PAYLOAD_TOO_LARGE` (413 / -32600) |
+//! | `limits.header_read_timeout_secs` | 30 | time to send a request's headers | connection closed |
+//! | `limits.body_read_timeout_secs` | 30 | time to send a request's body | `INVALID_REQUEST` naming the key |
+//! | `limits.max_connections` | 512 | open connections (TLS handshakes included) | the oldest idle connection is closed; with none idle, 503 and close |
+//! | `limits.tls_handshake_timeout_secs` | 10 | time to finish a TLS handshake | connection closed |
+//! | `limits.max_parts_per_message` | 100 | parts in one message | `INVALID_PARAMS` naming the key |
+//! | `limits.max_json_depth` | 32 | nesting of message and part metadata and data parts | `INVALID_PARAMS` naming the key |
+//! | `limits.max_json_values_per_message` | 10,000 | JSON values in those, together | `INVALID_PARAMS` naming the key |
+//! | `rate_limit.per_participant_*` | 20, 5/s | message sends per caller | `RATE_LIMITED` (429 / -32603) with `Retry-After` |
+//! | `rate_limit.per_address_*` | 20, 5/s | self-asserted sends per IP address | `RATE_LIMITED` |
+//! | `rate_limit.max_buckets` | 10,000 | rate-limit buckets kept | the least recently used is forgotten |
+//! | `push.max_configs_per_task` | 10 | webhooks on one task | `INVALID_PARAMS` naming the key |
+//! | `push.max_configs_per_participant` | 100 | webhooks one participant owns | `INVALID_PARAMS` naming the key |
+//! | `push.max_attempts`, `push.timeout_secs` | 5, 10 | delivery attempts per event, time per attempt | the event is given up on for that webhook |
+//! | `limits.max_history_messages` | 100,000 | messages in one task's history | the task takes no more (`UNSUPPORTED_OPERATION`) |
+//! | `limits.max_reply_bytes` | 256 KiB | one command reply | the reply is not kept, no effect applies |
+//! | `limits.max_effects` | 16 | effects of one command | none applies |
+//! | `limits.max_open_subtasks` | 32 | sub-tasks open at once in one task | none starts |
+//! | `agent.max_tool_rounds` | 8 | tool rounds in one turn (at most 64) | the turn stops with a message |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -108,10 +150,14 @@ pub struct Config {
     pub models: ModelsConfig,
     /// The effort a new conversation starts on: `low`, `medium` (default) or `high`.
     pub default_effort: String,
-    /// Participant ids that are admins on every task. Default none.
+    /// Participant ids that are admins on every task. Default none. Admin rights need a
+    /// credential: with admins and no `[auth] tokens` the configuration is refused
+    /// ([`ConfigError::SelfAssertedAdmins`]).
     pub admins: Vec<String>,
     /// Bearer tokens. Default none: loopback only, callers self-asserted.
     pub auth: AuthConfig,
+    /// The names requests may address the server by, and the browser origins it serves.
+    pub http: HttpConfig,
     /// Request and task limits.
     pub limits: LimitsConfig,
     /// How model turns run.
@@ -183,6 +229,10 @@ pub struct PushConfig {
     pub initial_backoff_ms: u64,
     /// Seconds one attempt may take. Default 10.
     pub timeout_secs: u64,
+    /// Configurations (webhooks) on one task. Default 10.
+    pub max_configs_per_task: u32,
+    /// Configurations one participant owns, over all tasks. Default 100.
+    pub max_configs_per_participant: u32,
 }
 
 /// `[models]`.
@@ -205,6 +255,20 @@ pub struct AuthConfig {
     pub tokens: BTreeMap<String, String>,
 }
 
+/// `[http]`: which `Host` and `Origin` a request may carry (DNS rebinding and cross-site
+/// requests; see `server::origin`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Host names (or IP addresses), each optionally with `:port`, that requests may name in
+    /// `Host` besides the loopback names (`localhost`, `127.0.0.1`, `[::1]`) and the address
+    /// the server is bound to. Needed behind a proxy or for a public name. Default none.
+    pub public_names: Vec<String>,
+    /// Browser origins (`https://app.example.com`) other than the server's own that may call
+    /// it; they get CORS answers. Default none: a page elsewhere cannot call the server.
+    pub allowed_origins: Vec<String>,
+}
+
 /// `[limits]`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -214,6 +278,21 @@ pub struct LimitsConfig {
     /// Seconds a connection has to send a request's headers (each request on a kept-alive
     /// connection included); then it is closed. Default 30.
     pub header_read_timeout_secs: u64,
+    /// Seconds a request's body may take to arrive. Default 30.
+    pub body_read_timeout_secs: u64,
+    /// Connections open at once, TLS handshakes included. A connection beyond it closes the
+    /// oldest idle one (no request in flight); with none idle it gets a 503 and is closed.
+    /// Default 512: well under the usual 1,024 file descriptors.
+    pub max_connections: u32,
+    /// Seconds a client has to finish its TLS handshake. Default 10.
+    pub tls_handshake_timeout_secs: u64,
+    /// Parts in one message. Default 100.
+    pub max_parts_per_message: u32,
+    /// How deeply message metadata, part metadata and data parts may nest. Default 32.
+    pub max_json_depth: u32,
+    /// JSON values (objects, arrays and scalars) in a message's metadata and data parts
+    /// together. Default 10,000.
+    pub max_json_values_per_message: u32,
     /// Messages one task's history may hold; then the task refuses new ones (continue in a
     /// new task of the same context). Default 100,000.
     pub max_history_messages: usize,
@@ -245,14 +324,22 @@ impl Default for AgentConfig {
     }
 }
 
-/// `[rate_limit]`: a token bucket per participant, on message sends only.
+/// `[rate_limit]`: token buckets on message sends only.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimitConfig {
-    /// Sends a participant may make in a burst. Default 20.
+    /// Sends a participant (a token's participant, or a self-asserted id) may make in a
+    /// burst. Default 20.
     pub per_participant_burst: u32,
     /// Sends per second a participant regains, up to the burst. Default 5.
     pub per_participant_per_second: f64,
+    /// Without tokens a caller's id is only a claim, so its sends also take a token from its
+    /// IP address's bucket: rotating ids does not lift the limit. Default 20.
+    pub per_address_burst: u32,
+    /// Sends per second an address regains. Default 5.
+    pub per_address_per_second: f64,
+    /// Buckets kept at once; beyond it the least recently used is forgotten. Default 10,000.
+    pub max_buckets: u32,
 }
 
 /// `[completion]`: a token bucket per participant on command completion requests, which
@@ -264,6 +351,9 @@ pub struct CompletionConfig {
     pub per_participant_burst: u32,
     /// Completion requests per second a participant regains, up to the burst. Default 10.
     pub per_participant_per_second: f64,
+    /// The longest text one request completes, in bytes: a command line, not a document.
+    /// Default 4096.
+    pub max_text_bytes: u32,
 }
 
 impl Default for CompletionConfig {
@@ -271,6 +361,7 @@ impl Default for CompletionConfig {
         CompletionConfig {
             per_participant_burst: 50,
             per_participant_per_second: 10.0,
+            max_text_bytes: 4096,
         }
     }
 }
@@ -289,6 +380,9 @@ impl CompletionConfig {
                 "completion.per_participant_per_second",
                 format!("must be a positive number, got {rate}"),
             ));
+        }
+        if self.max_text_bytes == 0 {
+            return Err(invalid("completion.max_text_bytes", "must be at least 1"));
         }
         Ok(())
     }
@@ -329,6 +423,18 @@ pub enum ConfigError {
     /// A value is out of its allowed range.
     #[error("invalid configuration: `{key}`: {problem}")]
     Invalid { key: String, problem: String },
+    /// Admins configured without tokens: anyone could claim to be one.
+    #[error(
+        "`admins` names {admins} but no `[auth] tokens` are configured: without tokens every caller names itself, so any process on this machine could claim to be an admin. Admin rights need a bearer token: add one per admin, e.g.\n\n    [auth]\n    tokens = {{ \"{example_token}\" = \"{first}\" }}\n\n(with tokens every caller needs one of their own), or remove `admins`"
+    )]
+    SelfAssertedAdmins {
+        /// The configured admins, quoted and joined.
+        admins: String,
+        /// The first of them, for the example.
+        first: String,
+        /// A freshly generated random token for the example.
+        example_token: String,
+    },
     /// Listening beyond loopback without authentication.
     #[error(
         "refusing to listen on {listen}: it is not a loopback address and no `[auth] tokens` are configured, so anyone who can reach it could act as any participant; configure tokens or listen on 127.0.0.1"
@@ -346,6 +452,7 @@ impl Default for Config {
             default_effort: "medium".to_owned(),
             admins: Vec::new(),
             auth: AuthConfig::default(),
+            http: HttpConfig::default(),
             limits: LimitsConfig::default(),
             agent: AgentConfig::default(),
             rate_limit: RateLimitConfig::default(),
@@ -378,6 +485,8 @@ impl Default for PushConfig {
             max_attempts: defaults.max_attempts,
             initial_backoff_ms: u64::try_from(defaults.initial_backoff.as_millis()).unwrap_or(500),
             timeout_secs: defaults.timeout.as_secs(),
+            max_configs_per_task: defaults.max_configs_per_task,
+            max_configs_per_participant: defaults.max_configs_per_participant,
         }
     }
 }
@@ -397,6 +506,12 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_body_bytes: 1024 * 1024,
             header_read_timeout_secs: 30,
+            body_read_timeout_secs: 30,
+            max_connections: 512,
+            tls_handshake_timeout_secs: 10,
+            max_parts_per_message: 100,
+            max_json_depth: 32,
+            max_json_values_per_message: 10_000,
             max_history_messages: task.max_history_messages,
             max_reply_bytes: task.max_reply_bytes,
             max_effects: task.max_effects,
@@ -410,6 +525,9 @@ impl Default for RateLimitConfig {
         RateLimitConfig {
             per_participant_burst: 20,
             per_participant_per_second: 5.0,
+            per_address_burst: 20,
+            per_address_per_second: 5.0,
+            max_buckets: 10_000,
         }
     }
 }
@@ -492,15 +610,9 @@ impl Config {
                 .map_err(|problem| invalid(&format!("admins[{index}]"), problem))?;
         }
         self.auth.validate()?;
-        if self.limits.max_body_bytes == 0 {
-            return Err(invalid("limits.max_body_bytes", "must be at least 1"));
-        }
-        if self.limits.header_read_timeout_secs == 0 {
-            return Err(invalid(
-                "limits.header_read_timeout_secs",
-                "must be at least 1",
-            ));
-        }
+        self.check_admins()?;
+        self.http.validate()?;
+        self.limits.validate()?;
         for (key, value) in [
             (
                 "limits.max_history_messages",
@@ -523,6 +635,20 @@ impl Config {
         self.store.validate()?;
         self.push.validate()?;
         self.tls.validate()
+    }
+
+    /// Admin rights need a credential: a self-asserted id is never an admin, so admins
+    /// without tokens are refused rather than left reachable by anyone who claims the id.
+    fn check_admins(&self) -> Result<(), ConfigError> {
+        if self.admins.is_empty() || !self.auth.tokens.is_empty() {
+            return Ok(());
+        }
+        let quoted: Vec<String> = self.admins.iter().map(|id| format!("`{id}`")).collect();
+        Err(ConfigError::SelfAssertedAdmins {
+            admins: quoted.join(", "),
+            first: self.admins[0].clone(),
+            example_token: uuid::Uuid::new_v4().simple().to_string(),
+        })
     }
 
     /// `[tls] cert_file` and `key_file`, resolved against the configuration
@@ -609,6 +735,8 @@ impl Config {
             initial_backoff: Duration::from_millis(self.push.initial_backoff_ms),
             timeout: Duration::from_secs(self.push.timeout_secs),
             extra_roots: self.extra_roots.clone(),
+            max_configs_per_task: self.push.max_configs_per_task,
+            max_configs_per_participant: self.push.max_configs_per_participant,
         }
     }
 
@@ -730,28 +858,124 @@ impl PushConfig {
         if !(1..=20).contains(&self.max_attempts) {
             return Err(invalid("push.max_attempts", "must be from 1 to 20"));
         }
-        if self.timeout_secs == 0 {
-            return Err(invalid("push.timeout_secs", "must be at least 1"));
+        at_least_one("push.timeout_secs", self.timeout_secs)?;
+        at_least_one(
+            "push.max_configs_per_task",
+            self.max_configs_per_task.into(),
+        )?;
+        at_least_one(
+            "push.max_configs_per_participant",
+            self.max_configs_per_participant.into(),
+        )
+    }
+}
+
+impl HttpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (index, name) in self.public_names.iter().enumerate() {
+            check_public_name(name)
+                .map_err(|problem| invalid(&format!("http.public_names[{index}]"), problem))?;
+        }
+        for (index, origin) in self.allowed_origins.iter().enumerate() {
+            check_origin(origin)
+                .map_err(|problem| invalid(&format!("http.allowed_origins[{index}]"), problem))?;
         }
         Ok(())
     }
 }
 
+/// `host` or `host:port`, nothing else (no scheme, path or credentials).
+fn check_public_name(name: &str) -> Result<(), String> {
+    let authority: axum::http::uri::Authority = name
+        .parse()
+        .map_err(|_| format!("`{name}` is not a host name, optionally with :port"))?;
+    if authority.as_str().contains('@') || authority.host().is_empty() {
+        return Err(format!(
+            "`{name}` is not a host name, optionally with :port"
+        ));
+    }
+    Ok(())
+}
+
+/// An origin as browsers send it: `http(s)://host[:port]`, without a path.
+fn check_origin(origin: &str) -> Result<(), String> {
+    let url = reqwest::Url::parse(origin).map_err(|error| format!("`{origin}`: {error}"))?;
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    let shape = matches!(url.scheme(), "http" | "https") && url.host().is_some();
+    if !bare || !shape || !url.username().is_empty() || origin.ends_with('/') {
+        return Err(format!(
+            "`{origin}` is not an origin; write scheme://host[:port], e.g. https://app.example.com"
+        ));
+    }
+    Ok(())
+}
+
+impl LimitsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        at_least_one("limits.max_body_bytes", self.max_body_bytes)?;
+        at_least_one(
+            "limits.header_read_timeout_secs",
+            self.header_read_timeout_secs,
+        )?;
+        at_least_one("limits.body_read_timeout_secs", self.body_read_timeout_secs)?;
+        at_least_one("limits.max_connections", self.max_connections.into())?;
+        at_least_one(
+            "limits.tls_handshake_timeout_secs",
+            self.tls_handshake_timeout_secs,
+        )?;
+        at_least_one(
+            "limits.max_parts_per_message",
+            self.max_parts_per_message.into(),
+        )?;
+        at_least_one("limits.max_json_depth", self.max_json_depth.into())?;
+        at_least_one(
+            "limits.max_json_values_per_message",
+            self.max_json_values_per_message.into(),
+        )
+    }
+}
+
 impl RateLimitConfig {
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.per_participant_burst == 0 {
-            return Err(invalid(
+        for (key, burst) in [
+            (
                 "rate_limit.per_participant_burst",
-                "must be at least 1, or no participant could ever send",
-            ));
+                self.per_participant_burst,
+            ),
+            ("rate_limit.per_address_burst", self.per_address_burst),
+        ] {
+            if burst == 0 {
+                return Err(invalid(
+                    key,
+                    "must be at least 1, or nobody could ever send",
+                ));
+            }
         }
-        let rate = self.per_participant_per_second;
-        if !rate.is_finite() || rate <= 0.0 {
-            return Err(invalid(
+        for (key, rate) in [
+            (
                 "rate_limit.per_participant_per_second",
-                format!("must be a positive number, got {rate}"),
-            ));
+                self.per_participant_per_second,
+            ),
+            (
+                "rate_limit.per_address_per_second",
+                self.per_address_per_second,
+            ),
+        ] {
+            if !rate.is_finite() || rate <= 0.0 {
+                return Err(invalid(
+                    key,
+                    format!("must be a positive number, got {rate}"),
+                ));
+            }
         }
+        at_least_one("rate_limit.max_buckets", self.max_buckets.into())
+    }
+}
+
+fn at_least_one(key: &str, value: u64) -> Result<(), ConfigError> {
+    if value == 0 {
+        Err(invalid(key, "must be at least 1"))
+    } else {
         Ok(())
     }
 }
@@ -890,6 +1114,91 @@ mod tests {
     }
 
     #[test]
+    fn admins_need_tokens() {
+        let message = error("admins = [\"root\"]");
+        assert!(message.contains("`root`"), "{message}");
+        assert!(message.contains("[auth]"), "{message}");
+        assert!(message.contains("= \"root\" }"), "{message}");
+        let config =
+            Config::from_toml("admins = [\"root\"]\n[auth]\ntokens = { \"t\" = \"root\" }")
+                .expect("admins with tokens");
+        assert_eq!(config.admins, ["root"]);
+        // The defaults are a working loopback setup without admins.
+        assert!(Config::default().admins.is_empty());
+    }
+
+    #[test]
+    fn names_origins_and_new_limits_are_checked() {
+        let config = Config::from_toml(
+            "[http]\npublic_names = [\"harness.example.com\", \"edge:9443\", \"10.0.0.5\"]\n\
+             allowed_origins = [\"https://app.example.com\", \"http://localhost:3000\"]",
+        )
+        .expect("valid");
+        assert_eq!(config.http.public_names.len(), 3);
+        for (text, key) in [
+            (
+                "[http]\npublic_names = [\"http://x\"]",
+                "http.public_names[0]",
+            ),
+            ("[http]\npublic_names = [\"a/b\"]", "http.public_names[0]"),
+            (
+                "[http]\npublic_names = [\"u@host\"]",
+                "http.public_names[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"null\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"https://a.example/\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"https://a.example/x\"]",
+                "http.allowed_origins[0]",
+            ),
+            (
+                "[http]\nallowed_origins = [\"ftp://a.example\"]",
+                "http.allowed_origins[0]",
+            ),
+            ("[limits]\nmax_connections = 0", "limits.max_connections"),
+            (
+                "[limits]\nmax_parts_per_message = 0",
+                "limits.max_parts_per_message",
+            ),
+            ("[limits]\nmax_json_depth = 0", "limits.max_json_depth"),
+            (
+                "[limits]\nmax_json_values_per_message = 0",
+                "limits.max_json_values_per_message",
+            ),
+            (
+                "[limits]\ntls_handshake_timeout_secs = 0",
+                "limits.tls_handshake_timeout_secs",
+            ),
+            (
+                "[rate_limit]\nper_address_burst = 0",
+                "rate_limit.per_address_burst",
+            ),
+            (
+                "[rate_limit]\nper_address_per_second = -1",
+                "rate_limit.per_address_per_second",
+            ),
+            ("[rate_limit]\nmax_buckets = 0", "rate_limit.max_buckets"),
+            (
+                "[push]\nmax_configs_per_task = 0",
+                "push.max_configs_per_task",
+            ),
+            (
+                "[push]\nmax_configs_per_participant = 0",
+                "push.max_configs_per_participant",
+            ),
+        ] {
+            let message = error(text);
+            assert!(message.contains(key), "{text}: {message}");
+        }
+    }
+
+    #[test]
     fn completion_limits_parse_and_are_checked() {
         let config = Config::from_toml("[completion]\nper_participant_burst = 3").expect("valid");
         assert_eq!(config.completion.per_participant_burst, 3);
@@ -899,6 +1208,8 @@ mod tests {
             message.contains("`completion.per_participant_burst`"),
             "{message}"
         );
+        let message = error("[completion]\nmax_text_bytes = 0");
+        assert!(message.contains("`completion.max_text_bytes`"), "{message}");
         let message = error("[completion]\nper_participant_per_second = -1");
         assert!(
             message.contains("`completion.per_participant_per_second`"),

@@ -215,6 +215,9 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     // Before anything is loaded: an exposed server without tokens must not start at all.
     config.check_exposure()?;
+    // Next the store, whose lock keeps a second server off a database in use before it
+    // touches it (or compiles a single plugin).
+    let durability = config.durability()?;
     let plugins = Plugins::load(&config)?;
 
     let tokio = tokio::runtime::Runtime::new()?;
@@ -225,7 +228,7 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.task_settings(),
         plugins.registries,
         Models::offline_named(&config.models.selectable, &config.models.default)?,
-        config.durability()?,
+        durability,
     );
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;
@@ -306,26 +309,18 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
     let settings = ServerSettings::new(config, bound);
-    let header_read_timeout = settings.header_read_timeout;
+    let limits = settings.connection_limits;
     let app = server::app(service, settings);
-    match acceptor {
-        Some(acceptor) => {
-            // The end-to-end tests read this line to find the port.
-            eprintln!("listening on https://{bound}");
-            let listener = server::tls::TlsListener::new(listener, acceptor)?;
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
-        None => {
-            if !bound.ip().to_canonical().is_loopback() {
-                tracing::warn!(
-                    "serving plain http beyond loopback: bearer tokens cross the network in clear \
-                     text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
-                );
-            }
-            eprintln!("listening on http://{bound}");
-            server::serve(listener, app, header_read_timeout, shutdown_signal()).await?;
-        }
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    if acceptor.is_none() && !bound.ip().to_canonical().is_loopback() {
+        tracing::warn!(
+            "serving plain http beyond loopback: bearer tokens cross the network in clear \
+             text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
+        );
     }
+    // The end-to-end tests read this line to find the port.
+    eprintln!("listening on {scheme}://{bound}");
+    server::serve(listener, acceptor, app, limits, shutdown_signal()).await?;
     Ok(())
 }
 

@@ -390,7 +390,7 @@ async fn bad_entries_are_skipped_and_the_rest_of_the_plugin_loads() {
     assert!(reason_of("hook `b`").contains("does not exist"));
     assert!(reason_of("hook `c`").contains("no plugin declares"));
     assert!(reason_of("hook `d`").contains("must be http or https"));
-    assert!(reason_of("hook `e`").contains("not command.invoked"));
+    assert!(reason_of("hook `e`").contains("neither command.invoked nor tool.invoked"));
     assert!(reason_of("command /fine").contains("not registered"));
     // The good plugin next to them is untouched.
     assert_eq!(

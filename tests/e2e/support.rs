@@ -171,17 +171,73 @@ pub struct Spawned {
 /// config's folder, which the test owns and removes: a server the test
 /// SIGKILLs leaves nothing behind in the machine's temp dir.
 pub fn spawn_server(config: &Path, plugins: &Path, rust_log: &str) -> Spawned {
-    spawn_server_on(config, plugins, rust_log, "127.0.0.1:0")
+    match start_server(config, plugins, rust_log, None) {
+        Started::Serving(spawned) => spawned,
+        Started::Exited { log, status } => {
+            panic!("the server did not start ({status}); its log:\n{log}")
+        }
+    }
 }
 
 /// [`spawn_server`] on a chosen address (a restarted server keeps its port, so a client
 /// that lost its connection finds it again).
 pub fn spawn_server_on(config: &Path, plugins: &Path, rust_log: &str, listen: &str) -> Spawned {
+    match start_server_at(config, plugins, rust_log, None, listen) {
+        Started::Serving(spawned) => spawned,
+        Started::Exited { log, status } => {
+            panic!("the server did not start ({status}); its log:\n{log}")
+        }
+    }
+}
+
+/// How a start of the real binary ended up.
+pub enum Started {
+    /// It serves.
+    Serving(Spawned),
+    /// It exited without serving: its exit status and everything it wrote to stderr.
+    Exited {
+        status: std::process::ExitStatus,
+        log: String,
+    },
+}
+
+/// Start the real binary like [`spawn_server`], with at most
+/// `max_open_files` file descriptors if given (`ulimit -n`), and report
+/// whether it came to serve or exited first.
+pub fn start_server(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    max_open_files: Option<u32>,
+) -> Started {
+    start_server_at(config, plugins, rust_log, max_open_files, "127.0.0.1:0")
+}
+
+fn start_server_at(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    max_open_files: Option<u32>,
+    listen: &str,
+) -> Started {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiny-harness"))
+    let binary = env!("CARGO_BIN_EXE_tiny-harness");
+    let mut command = match max_open_files {
+        // The limit applies to the server only, not to the test process.
+        Some(limit) => {
+            let mut shell = Command::new("sh");
+            shell
+                .arg("-c")
+                .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                .arg(binary);
+            shell
+        }
+        None => Command::new(binary),
+    };
+    let mut child = command
         .arg("serve")
         .arg("--config")
         .arg(config)
@@ -205,7 +261,8 @@ pub fn spawn_server_on(config: &Path, plugins: &Path, rust_log: &str, listen: &s
     let lines = Arc::clone(&log);
     std::thread::spawn(move || {
         let mut sent = false;
-        // Keep draining, so the server never blocks on a full pipe.
+        // Keep draining, so the server never blocks on a full pipe. The
+        // sender drops when stderr closes: the process has exited.
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if !sent && let Some(at) = line.find("listening on ") {
                 let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
@@ -214,17 +271,27 @@ pub fn spawn_server_on(config: &Path, plugins: &Path, rust_log: &str, listen: &s
             lines.lock().expect("log").push(line);
         }
     });
-    let Ok(base) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
-        let _ = child.kill();
-        panic!(
-            "the server did not start; its log:\n{}",
-            log.lock().expect("log").join("\n")
-        );
-    };
-    Spawned {
-        child,
-        base: base.trim_end_matches('/').to_owned(),
-        log,
+    let all_of = |log: &Arc<Mutex<Vec<String>>>| log.lock().expect("log").join("\n");
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(base) => Started::Serving(Spawned {
+            child,
+            base: base.trim_end_matches('/').to_owned(),
+            log,
+        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            let status = child.wait().expect("reaped");
+            Started::Exited {
+                status,
+                log: all_of(&log),
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            let _ = child.kill();
+            panic!(
+                "the server neither served nor exited within a minute; its log:\n{}",
+                all_of(&log)
+            );
+        }
     }
 }
 
@@ -276,5 +343,73 @@ impl PrivateCa {
         tiny_harness::outbound::client_builder(&roots)
             .build()
             .expect("an HTTP client")
+    }
+}
+
+/// A response read off the wire by [`raw_http`].
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    /// The header lines, lowercased names, as sent.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl RawResponse {
+    /// The first value of header `name` (lowercase), or "".
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map_or("", |(_, value)| value.as_str())
+    }
+
+    /// The body as JSON (Null if it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Send `head` (a request line and headers, without the blank line; `Connection: close`
+/// is added) and `body` to `base` (`http://ADDR`) exactly as written, as curl would with
+/// any `Host` and `Origin` an attacker likes, and read the whole response.
+pub async fn raw_http(base: &str, head: &str, body: &str) -> RawResponse {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connects");
+    let mut request = head.trim_end().replace('\n', "\r\n");
+    request.push_str("\r\nConnection: close\r\n");
+    if !body.is_empty() {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.expect("written");
+    let mut bytes = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        stream.read_to_end(&mut bytes),
+    )
+    .await
+    .expect("answered within 30 s")
+    .expect("read");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    RawResponse {
+        status,
+        headers,
+        body: body.to_owned(),
     }
 }

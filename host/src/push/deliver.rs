@@ -22,6 +22,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 
 use super::PushSettings;
+use super::address;
 use crate::a2a::types::TaskPushNotificationConfig;
 use crate::outbound;
 
@@ -43,6 +44,7 @@ pub(crate) struct Undelivered {
 
 /// POST `body`, event number `seq` of its task, to `config`'s webhook until
 /// it is accepted or the attempts run out; returns how many attempts it took.
+/// A webhook whose address is no longer allowed gets no attempt at all.
 pub(crate) async fn deliver(
     client: &reqwest::Client,
     settings: &PushSettings,
@@ -50,6 +52,12 @@ pub(crate) async fn deliver(
     seq: u64,
     body: &[u8],
 ) -> Result<u32, Undelivered> {
+    if let Err(refused) = address::check_literal_at_delivery(&config.url, settings.allow_private) {
+        return Err(Undelivered {
+            attempts: 0,
+            last_error: refused,
+        });
+    }
     let mut backoff = settings.initial_backoff;
     let mut attempt = 1;
     loop {

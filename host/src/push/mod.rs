@@ -15,9 +15,11 @@
 //!   after each delivery. A restart resends the events after each cursor
 //!   before anything new: a crash loses no notification, and repeats at
 //!   most those in flight when it happened (delivery is at least once).
-//! * `address`: which webhooks may be reached at all.
+//! * `address`: which webhooks may be reached at all; `configs`: how many
+//!   there may be, per task and per participant.
 
 mod address;
+mod configs;
 mod deliver;
 
 use std::collections::HashMap;
@@ -32,6 +34,7 @@ use crate::a2a::error::A2aError;
 use crate::a2a::types::{StreamResponse, TaskPushNotificationConfig};
 use crate::outbound::{self, ExtraRoots};
 use crate::store::{PushConfigRecord, StoreError, StoredPushConfig, TaskStore};
+use configs::{Caps, Configs};
 
 pub use deliver::{SEQ_HEADER, TOKEN_HEADER};
 
@@ -50,6 +53,10 @@ pub struct PushSettings {
     pub timeout: Duration,
     /// Roots trusted for https webhooks on top of the system's.
     pub extra_roots: ExtraRoots,
+    /// Configurations one task may have: each event fans out to every one of them.
+    pub max_configs_per_task: u32,
+    /// Configurations one participant may own over all tasks.
+    pub max_configs_per_participant: u32,
 }
 
 impl Default for PushSettings {
@@ -60,6 +67,8 @@ impl Default for PushSettings {
             initial_backoff: Duration::from_millis(500),
             timeout: Duration::from_secs(10),
             extra_roots: ExtraRoots::default(),
+            max_configs_per_task: 10,
+            max_configs_per_participant: 100,
         }
     }
 }
@@ -116,7 +125,10 @@ pub struct Pusher {
     settings: PushSettings,
     client: reqwest::Client,
     /// Every configuration, by task id.
-    configs: RwLock<HashMap<String, Vec<Webhook>>>,
+    configs: RwLock<Configs>,
+    /// Held by a creation from its cap check to its insertion, so concurrent
+    /// creations cannot together exceed a cap. Creations are rare.
+    creating: tokio::sync::Mutex<()>,
     /// The delivery queue of each webhook with work in flight, by task id
     /// and configuration id.
     queues: Mutex<HashMap<WebhookKey, mpsc::UnboundedSender<Pending>>>,
@@ -144,6 +156,7 @@ impl Pusher {
             settings,
             client,
             configs: RwLock::default(),
+            creating: tokio::sync::Mutex::default(),
             queues: Mutex::default(),
             this: this.clone(),
         })
@@ -168,7 +181,7 @@ impl Pusher {
                 }
             }
         }
-        *self.write_configs() = configs;
+        *self.write_configs() = Configs::from_stored(configs);
         Ok(())
     }
 
@@ -180,7 +193,7 @@ impl Pusher {
         }
         let mut configs = self.write_configs();
         for task_id in task_ids {
-            configs.remove(task_id);
+            configs.remove_task(task_id);
         }
     }
 
@@ -241,6 +254,7 @@ impl Pusher {
             .filter(|id| !id.trim().is_empty())
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         config.id = Some(id.clone());
+        let _creating = self.creating.lock().await;
         let taken = self
             .find(&config.task_id, &id)
             .is_some_and(|webhook| webhook.registered.owner != owner);
@@ -252,6 +266,8 @@ impl Pusher {
                 ),
             ));
         }
+        self.read_configs()
+            .check_room(self.caps(), &config.task_id, owner, &id)?;
         let registered = Registered {
             owner: owner.to_owned(),
             config: config.clone(),
@@ -268,13 +284,13 @@ impl Pusher {
             .put_push_config(stored)
             .await
             .map_err(A2aError::from)?;
-        let mut configs = self.write_configs();
-        let list = configs.entry(config.task_id.clone()).or_default();
-        list.retain(|existing| existing.registered.id() != id);
-        list.push(Webhook {
-            registered,
-            delivered_seq,
-        });
+        self.write_configs().insert(
+            &config.task_id,
+            Webhook {
+                registered,
+                delivered_seq,
+            },
+        );
         Ok(config)
     }
 
@@ -335,9 +351,7 @@ impl Pusher {
             .delete_push_config(task_id.to_owned(), id.to_owned())
             .await
             .map_err(A2aError::from)?;
-        if let Some(list) = self.write_configs().get_mut(task_id) {
-            list.retain(|webhook| webhook.registered.id() != id);
-        }
+        self.write_configs().remove(task_id, id);
         Ok(())
     }
 
@@ -419,12 +433,8 @@ impl Pusher {
     /// store. A store that cannot take the write only means the event may
     /// be sent again after a restart.
     async fn delivered(&self, task_id: &str, config_id: &str, seq: u64) {
-        if let Some(list) = self.write_configs().get_mut(task_id) {
-            for webhook in list {
-                if webhook.registered.id() == config_id {
-                    webhook.delivered_seq = webhook.delivered_seq.max(seq);
-                }
-            }
+        if let Some(webhook) = self.write_configs().get_mut(task_id, config_id) {
+            webhook.delivered_seq = webhook.delivered_seq.max(seq);
         }
         if let Err(error) = self
             .store
@@ -456,12 +466,19 @@ impl Pusher {
             .cloned()
     }
 
+    fn caps(&self) -> Caps {
+        Caps {
+            per_task: self.settings.max_configs_per_task,
+            per_participant: self.settings.max_configs_per_participant,
+        }
+    }
+
     // These locks guard plain map operations, which cannot panic halfway.
-    fn read_configs(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<Webhook>>> {
+    fn read_configs(&self) -> std::sync::RwLockReadGuard<'_, Configs> {
         self.configs.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write_configs(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Vec<Webhook>>> {
+    fn write_configs(&self) -> std::sync::RwLockWriteGuard<'_, Configs> {
         self.configs.write().unwrap_or_else(PoisonError::into_inner)
     }
 

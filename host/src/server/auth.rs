@@ -6,22 +6,32 @@
 //!   (RFC 6750). Self-asserted ids are ignored: a token holder cannot act as someone else.
 //! * **No tokens** (the server refuses to start like this beyond loopback): the caller is
 //!   whoever the request says, in this order: the `X-Participant-Id` header; for a message
-//!   send, the message's `metadata["participantId"]`; else `local`.
+//!   send, the message's `metadata["participantId"]`; else `local`. Such an id is a claim,
+//!   not a credential, so it is never an admin: the configuration refuses `admins` without
+//!   tokens, and an id that names a configured admin is refused here as well
+//!   (`ROLE_REFUSED`), in case an embedding program wires the two together. The rate
+//!   limiter charges such callers by their IP address too (`rate_limit`).
+//!
+//! Participant ids are checked by one rule wherever they enter
+//! ([`check_participant_id`](crate::domain::check_participant_id)): here for the header and
+//! the metadata, in the configuration for the token map and `admins`.
 //!
 //! The 401 in each binding. A2A defines no authentication error code (spec 3.3.2 says
 //! "JSON-RPC custom error"), so the JSON-RPC body uses -31401, the code the official Go SDK
 //! (a2a-go) gives `ErrUnauthenticated`, with an ErrorInfo whose reason is `UNAUTHENTICATED`.
 //! The HTTP+JSON body is a `google.rpc.Status` with `UNAUTHENTICATED`, as gRPC would say.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 
 use super::AppState;
+use super::rate_limit::Sender;
 use crate::a2a::error::{
     A2aError, ERROR_DOMAIN, ErrorDetail, ErrorInfo, JsonRpcErrorObject, RestError, RestErrorBody,
 };
@@ -43,8 +53,8 @@ pub(crate) const UNAUTHENTICATED_CODE: i32 = -31401;
 
 /// How requests are authenticated.
 pub(crate) enum Authenticator {
-    /// No tokens configured: callers name themselves.
-    SelfAsserted,
+    /// No tokens configured: callers name themselves, but never as one of `admins`.
+    SelfAsserted { admins: BTreeSet<String> },
     /// Bearer tokens, stored as SHA-256 digests.
     Tokens(Vec<TokenEntry>),
 }
@@ -59,8 +69,17 @@ pub(crate) struct TokenEntry {
 pub(crate) enum Identity {
     /// A valid bearer token's participant.
     Token(Caller),
-    /// No tokens configured; the `X-Participant-Id` header as sent, if any.
-    SelfAsserted(Option<HeaderValue>),
+    /// No tokens configured: what the request claims.
+    SelfAsserted(Claim),
+}
+
+/// A self-asserted request: the `X-Participant-Id` header as sent, if any, where it came
+/// from, and the ids it may not claim.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim {
+    header: Option<HeaderValue>,
+    peer: Option<IpAddr>,
+    admins: BTreeSet<String>,
 }
 
 /// Why a request was not authenticated.
@@ -75,10 +94,12 @@ pub(crate) enum AuthError {
 }
 
 impl Authenticator {
-    /// Tokens if any are configured, self-asserted otherwise.
-    pub(crate) fn new(tokens: &BTreeMap<String, String>) -> Self {
+    /// Tokens if any are configured, self-asserted otherwise (never as one of `admins`).
+    pub(crate) fn new(tokens: &BTreeMap<String, String>, admins: &[String]) -> Self {
         if tokens.is_empty() {
-            return Authenticator::SelfAsserted;
+            return Authenticator::SelfAsserted {
+                admins: admins.iter().cloned().collect(),
+            };
         }
         let entries = tokens
             .iter()
@@ -95,12 +116,18 @@ impl Authenticator {
         matches!(self, Authenticator::Tokens(_))
     }
 
-    /// Authenticates a request by its headers.
-    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
+    /// Authenticates a request by its headers; `peer` is where it came from.
+    pub(crate) fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<IpAddr>,
+    ) -> Result<Identity, AuthError> {
         match self {
-            Authenticator::SelfAsserted => Ok(Identity::SelfAsserted(
-                headers.get(PARTICIPANT_HEADER).cloned(),
-            )),
+            Authenticator::SelfAsserted { admins } => Ok(Identity::SelfAsserted(Claim {
+                header: headers.get(PARTICIPANT_HEADER).cloned(),
+                peer,
+                admins: admins.clone(),
+            })),
             Authenticator::Tokens(entries) => {
                 let token = bearer_token(headers)?;
                 let participant = lookup(entries, token).ok_or(AuthError::UnknownToken)?;
@@ -119,7 +146,11 @@ impl FromRequestParts<AppState> for Identity {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        state.auth.authenticate(&parts.headers)
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(address)| address.ip().to_canonical());
+        state.auth.authenticate(&parts.headers, peer)
     }
 }
 
@@ -128,12 +159,39 @@ impl Identity {
     pub(crate) fn caller(&self, message: Option<&Message>) -> Result<Caller, A2aError> {
         match self {
             Identity::Token(caller) => Ok(caller.clone()),
-            Identity::SelfAsserted(Some(header)) => from_header(header),
-            Identity::SelfAsserted(None) => match message {
-                Some(message) => from_metadata(message),
-                None => Ok(default_caller()),
+            Identity::SelfAsserted(claim) => {
+                let caller = match (&claim.header, message) {
+                    (Some(header), _) => from_header(header)?,
+                    (None, Some(message)) => from_metadata(message)?,
+                    (None, None) => default_caller(),
+                };
+                if claim.admins.contains(&caller.id) {
+                    return Err(admin_needs_a_token(&caller.id));
+                }
+                Ok(caller)
+            }
+        }
+    }
+
+    /// Whom a send by `caller` is charged to by the rate limiter.
+    pub(crate) fn sender<'a>(&self, caller: &'a Caller) -> Sender<'a> {
+        match self {
+            Identity::Token(_) => Sender::Authenticated(&caller.id),
+            Identity::SelfAsserted(claim) => Sender::SelfAsserted {
+                id: &caller.id,
+                address: claim.peer,
             },
         }
+    }
+}
+
+fn admin_needs_a_token(id: &str) -> A2aError {
+    A2aError::RoleRefused {
+        role: "admin".to_owned(),
+        message: format!(
+            "`{id}` is an admin, and admin rights need a bearer token: an id a request names \
+             itself by (X-Participant-Id or metadata.participantId) is never an admin"
+        ),
     }
 }
 
@@ -245,10 +303,13 @@ mod tests {
     use serde_json::json;
 
     fn tokens() -> Authenticator {
-        Authenticator::new(&BTreeMap::from([
-            ("tok-alice".to_owned(), "alice".to_owned()),
-            ("tok-bob".to_owned(), "bob".to_owned()),
-        ]))
+        Authenticator::new(
+            &BTreeMap::from([
+                ("tok-alice".to_owned(), "alice".to_owned()),
+                ("tok-bob".to_owned(), "bob".to_owned()),
+            ]),
+            &["bob".to_owned()],
+        )
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -273,7 +334,7 @@ mod tests {
             ("BEARER   tok-bob  ", "bob"),
         ] {
             let identity = auth
-                .authenticate(&headers(&[("authorization", value)]))
+                .authenticate(&headers(&[("authorization", value)]), None)
                 .expect(value);
             assert_eq!(caller_of(identity, None).expect("caller"), expected);
         }
@@ -282,10 +343,13 @@ mod tests {
     #[test]
     fn a_token_holder_cannot_assert_another_id() {
         let identity = tokens()
-            .authenticate(&headers(&[
-                ("authorization", "Bearer tok-alice"),
-                ("x-participant-id", "bob"),
-            ]))
+            .authenticate(
+                &headers(&[
+                    ("authorization", "Bearer tok-alice"),
+                    ("x-participant-id", "bob"),
+                ]),
+                None,
+            )
             .expect("valid");
         let mut message = Message::default();
         message
@@ -332,14 +396,14 @@ mod tests {
             ),
         ];
         for (headers, expected) in cases {
-            let error = auth.authenticate(&headers).expect_err("refused");
+            let error = auth.authenticate(&headers, None).expect_err("refused");
             assert_eq!(error, expected, "{headers:?}");
         }
     }
 
     #[test]
     fn self_asserted_header_then_metadata_then_local() {
-        let auth = Authenticator::new(&BTreeMap::new());
+        let auth = Authenticator::new(&BTreeMap::new(), &[]);
         assert!(!auth.requires_token());
         let mut message = Message::default();
         message
@@ -347,10 +411,10 @@ mod tests {
             .insert(PARTICIPANT_METADATA_KEY.into(), json!("meta"));
 
         let with_header = auth
-            .authenticate(&headers(&[("x-participant-id", "carol")]))
+            .authenticate(&headers(&[("x-participant-id", "carol")]), None)
             .expect("always");
         assert_eq!(caller_of(with_header, Some(&message)).expect("ok"), "carol");
-        let without = auth.authenticate(&headers(&[])).expect("always");
+        let without = auth.authenticate(&headers(&[]), None).expect("always");
         assert_eq!(
             caller_of(without.clone(), Some(&message)).expect("ok"),
             "meta"
@@ -364,15 +428,15 @@ mod tests {
 
     #[test]
     fn invalid_self_asserted_ids_are_refused() {
-        let auth = Authenticator::new(&BTreeMap::new());
+        let auth = Authenticator::new(&BTreeMap::new(), &[]);
         let long = "x".repeat(200);
         let mut headers = HeaderMap::new();
         headers.insert(
             PARTICIPANT_HEADER,
             HeaderValue::from_str(&long).expect("header"),
         );
-        let error =
-            caller_of(auth.authenticate(&headers).expect("always"), None).expect_err("too long");
+        let error = caller_of(auth.authenticate(&headers, None).expect("always"), None)
+            .expect_err("too long");
         assert_eq!(error.code(), -32600);
         assert!(error.to_string().contains("X-Participant-Id"), "{error}");
 
@@ -380,13 +444,36 @@ mod tests {
         message
             .metadata
             .insert(PARTICIPANT_METADATA_KEY.into(), json!(42));
-        let identity = auth.authenticate(&HeaderMap::new()).expect("always");
+        let identity = auth.authenticate(&HeaderMap::new(), None).expect("always");
         let error = caller_of(identity, Some(&message)).expect_err("not a string");
         assert_eq!(error.code(), -32602);
         assert!(
             error.to_string().contains("message.metadata.participantId"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_self_asserted_id_is_never_an_admin() {
+        let auth = Authenticator::new(&BTreeMap::new(), &["root".to_owned()]);
+        let by_header = auth
+            .authenticate(&headers(&[("x-participant-id", "root")]), None)
+            .expect("always");
+        let error = caller_of(by_header, None).expect_err("root needs a token");
+        assert_eq!(error.reason(), "ROLE_REFUSED");
+        assert!(error.to_string().contains("bearer token"), "{error}");
+        let mut message = Message::default();
+        message
+            .metadata
+            .insert(PARTICIPANT_METADATA_KEY.into(), json!("root"));
+        let by_metadata = auth.authenticate(&HeaderMap::new(), None).expect("always");
+        assert!(caller_of(by_metadata, Some(&message)).is_err());
+        // With tokens, the token's participant is whoever the token says, admins included.
+        let tokens = tokens();
+        let bob = tokens
+            .authenticate(&headers(&[("authorization", "Bearer tok-bob")]), None)
+            .expect("valid");
+        assert_eq!(caller_of(bob, None).expect("bob"), "bob");
     }
 
     #[test]

@@ -4,11 +4,16 @@
 //! Rules, the same for both bindings:
 //! * A body larger than the limit is refused before it is parsed: at once when
 //!   `Content-Length` says so, otherwise as soon as the limit is crossed while reading.
+//! * A body must arrive within `[limits] body_read_timeout_secs`: a client trickling it
+//!   would otherwise keep its connection busy, out of reach of the connection cap's
+//!   eviction of idle connections, for as long as it likes.
 //! * A non-empty body must be declared JSON: `application/json` or `application/a2a+json`
 //!   (spec 9.1 and 11.1). Anything else is InvalidRequest, not ContentTypeNotSupported,
 //!   which the specification reserves for the media types of message parts.
 //! * Parameters decode through [`types::decode`] and the request type's `validate`, so a
 //!   wrong field is InvalidParams naming it by its JSON path in either binding.
+
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
@@ -34,22 +39,39 @@ pub(crate) const A2A_JSON: &str = "application/a2a+json";
 /// passed on as a string, which the integer and enum decoders accept.
 const BOOLEAN_PARAMETERS: [&str; 1] = ["includeArtifacts"];
 
-/// Reads a request body of at most `limit` bytes that, if not empty, is declared JSON.
-pub(crate) async fn read_json_body(request: Request, limit: usize) -> Result<Bytes, A2aError> {
+/// How much of a body is read, and for how long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyLimits {
+    pub(crate) max_bytes: usize,
+    pub(crate) read_timeout: Duration,
+}
+
+/// Reads a request body within `limits` that, if not empty, is declared JSON.
+pub(crate) async fn read_json_body(
+    request: Request,
+    limits: BodyLimits,
+) -> Result<Bytes, A2aError> {
+    let limit = limits.max_bytes;
     let declared_json = check_content_type(request.headers())?;
     if declared_length(request.headers()).is_some_and(|length| length > limit as u64) {
         return Err(too_large(limit));
     }
     // The limit itself is enforced by the `DefaultBodyLimit` layer on the router.
-    let bytes = Bytes::from_request(request, &())
+    let read = tokio::time::timeout(limits.read_timeout, Bytes::from_request(request, &()))
         .await
-        .map_err(|rejection| match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => too_large(limit),
-            _ => A2aError::InvalidRequest(format!(
-                "the request body could not be read: {}",
-                rejection.body_text()
-            )),
+        .map_err(|_| {
+            A2aError::InvalidRequest(format!(
+                "the request body did not arrive within {} s (`[limits] body_read_timeout_secs`)",
+                limits.read_timeout.as_secs()
+            ))
         })?;
+    let bytes = read.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(limit),
+        _ => A2aError::InvalidRequest(format!(
+            "the request body could not be read: {}",
+            rejection.body_text()
+        )),
+    })?;
     if !bytes.is_empty() && !declared_json {
         return Err(A2aError::InvalidRequest(
             "a request body needs the header Content-Type: application/json (or application/a2a+json)"
@@ -134,10 +156,15 @@ impl FromRequest<AppState> for RestBody {
     type Rejection = RestError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        let bytes = read_json_body(request, state.max_body_bytes).await?;
+        let bytes = read_json_body(request, state.body).await?;
         if bytes.is_empty() {
             return Ok(RestBody(Map::new()));
         }
+        // Before the body becomes values: their number, not its bytes, is what costs.
+        state
+            .message_limits
+            .scan(&bytes)
+            .map_err(|(_, refused)| RestError::from(refused))?;
         match serde_json::from_slice(&bytes) {
             Ok(Value::Object(object)) => Ok(RestBody(object)),
             Ok(_) => Err(A2aError::InvalidRequest(
@@ -191,6 +218,13 @@ mod tests {
     use axum::body::Body;
     use serde_json::json;
 
+    fn limits(max_bytes: usize) -> BodyLimits {
+        BodyLimits {
+            max_bytes,
+            read_timeout: Duration::from_secs(5),
+        }
+    }
+
     fn request(content_type: Option<&str>, body: &'static str) -> Request {
         let mut builder = Request::builder().method("POST").uri("/");
         if let Some(content_type) = content_type {
@@ -206,13 +240,13 @@ mod tests {
             "application/json; charset=utf-8",
             "Application/A2A+JSON",
         ] {
-            let bytes = read_json_body(request(Some(content_type), "{}"), 100)
+            let bytes = read_json_body(request(Some(content_type), "{}"), limits(100))
                 .await
                 .expect(content_type);
             assert_eq!(&bytes[..], b"{}");
         }
         // Nothing to declare without a body.
-        assert!(read_json_body(request(None, ""), 100).await.is_ok());
+        assert!(read_json_body(request(None, ""), limits(100)).await.is_ok());
     }
 
     #[tokio::test]
@@ -222,7 +256,7 @@ mod tests {
             Some("application/x-www-form-urlencoded"),
             None,
         ] {
-            let error = read_json_body(request(content_type, "{}"), 100)
+            let error = read_json_body(request(content_type, "{}"), limits(100))
                 .await
                 .expect_err("refused");
             assert_eq!(error.code(), -32600, "{content_type:?}");
@@ -239,8 +273,29 @@ mod tests {
             .header(CONTENT_LENGTH, "101")
             .body(Body::empty())
             .expect("request");
-        let error = read_json_body(request, 100).await.expect_err("too large");
+        let error = read_json_body(request, limits(100))
+            .await
+            .expect_err("too large");
         assert_eq!(error, A2aError::PayloadTooLarge { limit_bytes: 100 });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_arrives_is_refused_at_its_deadline() {
+        let never = tokio_stream::pending::<Result<Bytes, std::io::Error>>();
+        let request = Request::builder()
+            .method("POST")
+            .uri("/")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(never))
+            .expect("request");
+        let error = read_json_body(request, limits(100))
+            .await
+            .expect_err("timed out");
+        assert_eq!(error.code(), -32600);
+        assert!(
+            error.to_string().contains("body_read_timeout_secs"),
+            "{error}"
+        );
     }
 
     #[test]

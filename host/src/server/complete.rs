@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::AppState;
 use super::body::RestBody;
+use super::rate_limit::RateLimits;
 use super::respond::{RestError, rest_ok};
 use super::rest::{RestContext, only};
 use crate::a2a::error::A2aError;
@@ -35,8 +36,15 @@ pub const COMPLETION_TASK_PATH: &str = "/tasks/{id}/commands:complete";
 /// The completion route for a conversation not yet started.
 pub const COMPLETION_PATH: &str = "/commands:complete";
 
-/// The longest text completed, in bytes: a command line, not a document.
-pub const MAX_COMPLETION_TEXT: usize = 4096;
+/// What a participant may ask of the completion routes (`[completion]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompletionLimits {
+    /// Requests per participant and, for self-asserted callers, per address; the buckets
+    /// are apart from those of sends.
+    pub rate: RateLimits,
+    /// The longest text completed, in bytes: a command line, not a document.
+    pub max_text_bytes: usize,
+}
 
 /// The completion routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -54,14 +62,18 @@ struct CompleteRequest {
 }
 
 impl CompleteRequest {
-    fn decode(body: serde_json::Map<String, Value>) -> Result<Self, A2aError> {
+    fn decode(
+        body: serde_json::Map<String, Value>,
+        max_text_bytes: usize,
+    ) -> Result<Self, A2aError> {
         let request: CompleteRequest = serde_json::from_value(Value::Object(body))
             .map_err(|error| A2aError::invalid_field("text", format!("{error}")))?;
-        if request.text.len() > MAX_COMPLETION_TEXT {
+        if request.text.len() > max_text_bytes {
             return Err(A2aError::invalid_field(
                 "text",
                 format!(
-                    "text is {} bytes; completion takes at most {MAX_COMPLETION_TEXT}",
+                    "text is {} bytes; completion takes at most {max_text_bytes} \
+                     ([completion] max_text_bytes)",
                     request.text.len()
                 ),
             ));
@@ -98,9 +110,11 @@ async fn complete(
     task_id: Option<&str>,
     body: serde_json::Map<String, Value>,
 ) -> Result<Response, RestError> {
-    let request = CompleteRequest::decode(body)?;
+    let request = CompleteRequest::decode(body, state.completion.max_text_bytes)?;
     let caller = context.caller()?;
-    state.completion_limiter.check(&caller.id)?;
+    state
+        .completion_limiter
+        .check(context.identity().sender(&caller))?;
     let completion = state
         .service
         .complete_command(&caller, task_id, &request.text)
@@ -115,7 +129,7 @@ mod tests {
 
     fn decode(value: Value) -> Result<CompleteRequest, A2aError> {
         match value {
-            Value::Object(map) => CompleteRequest::decode(map),
+            Value::Object(map) => CompleteRequest::decode(map, 4096),
             _ => unreachable!("tests pass objects"),
         }
     }
@@ -129,7 +143,7 @@ mod tests {
             .err()
             .expect("unknown");
         assert!(unknown.to_string().contains("cursor"), "{unknown}");
-        let long = "x".repeat(MAX_COMPLETION_TEXT + 1);
+        let long = "x".repeat(4097);
         let too_long = decode(json!({ "text": long })).err().expect("too long");
         assert!(too_long.to_string().contains("at most 4096"), "{too_long}");
     }

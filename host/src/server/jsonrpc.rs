@@ -1,8 +1,9 @@
 //! The JSON-RPC 2.0 binding (spec 9) at `POST /`.
 //!
 //! One request per call, in this order: authenticate (401 before anything is read), read
-//! the body (size limit, JSON content type), parse the envelope, check the version, decode
-//! and validate the parameters, then call the service. Every failure after authentication
+//! the body (size limit, JSON content type), scan it against the message budgets (before it
+//! is parsed into values: `limits`), parse the envelope, check the version, decode and
+//! validate the parameters, then call the service. Every failure after authentication
 //! is a JSON-RPC error with HTTP 200, answering the request's `id` once it is known (`null`
 //! before).
 //!
@@ -48,10 +49,14 @@ async fn endpoint(
         Err(refused) => return RpcError::unauthenticated(refused).into_response(),
     };
     let version = version::check_request(request.headers(), request.uri().query());
-    let body = match read_json_body(request, state.max_body_bytes).await {
+    let body = match read_json_body(request, state.body).await {
         Ok(body) => body,
         Err(error) => return RpcError::new(RequestId::Null, &error).into_response(),
     };
+    // Before the body becomes values: their number, not its bytes, is what costs.
+    if let Err((id, refused)) = state.message_limits.scan(&body) {
+        return RpcError::new(id.unwrap_or(RequestId::Null), &refused).into_response();
+    }
     let call = match accept(&body, version) {
         Ok(call) => call,
         Err(refused) => return refused.into_response(),

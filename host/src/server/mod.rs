@@ -18,12 +18,18 @@
 //! | `GET  /ui`, `/ui/{file}`                               | the web page (`ui`)                |
 //! | anything else                                          | 404 in the HTTP+JSON error shape   |
 //!
-//! Every A2A request goes through the same steps, in this order, and the first failure is
-//! the answer: authenticate (`auth`), check `A2A-Version` (header, else query parameter),
-//! read the body (JSON content type, size limit: `body`), decode and validate the
-//! parameters, resolve the caller, take a rate-limit token (message sends only:
-//! `rate_limit`), call the [`TaskService`]. Errors are rendered per binding by `respond`;
-//! both bindings report the same [`A2aError`].
+//! Every request, the card included, first passes the `Host` and `Origin` checks
+//! (`origin`: no DNS rebinding, no cross-site requests). Every A2A request then goes
+//! through the same steps, in this order, and the first failure is the answer:
+//! authenticate (`auth`), check `A2A-Version` (header, else query parameter), read the body
+//! (JSON content type, size limit: `body`), decode and validate the parameters, check a
+//! message against its budgets (parts, JSON nesting and values: `limits`), resolve the
+//! caller, take a rate-limit token (message sends only: `rate_limit`), call the
+//! [`TaskService`]. Errors are rendered per binding by `respond`; both bindings report the
+//! same [`A2aError`].
+//!
+//! Connections are accepted by [`serve`] under a cap (`connections`): a flood of idle
+//! sockets displaces the longest idle, never the clients being served.
 //!
 //! Decisions where the specification leaves room (details in each module):
 //!
@@ -45,12 +51,16 @@ mod auth;
 mod body;
 mod card;
 mod complete;
+mod connections;
 mod extensions;
 mod jsonrpc;
+mod limits;
+mod origin;
 mod push;
 mod rate_limit;
 mod respond;
 mod rest;
+mod serve;
 mod sse;
 #[cfg(test)]
 mod tests;
@@ -58,7 +68,6 @@ pub mod tls;
 mod ui;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,13 +83,18 @@ use crate::task::{Caller, TaskService};
 
 pub use auth::{DEFAULT_PARTICIPANT, PARTICIPANT_HEADER, PARTICIPANT_METADATA_KEY};
 pub use card::AGENT_CARD_PATH;
-pub use complete::{COMPLETION_PATH, COMPLETION_TASK_PATH, MAX_COMPLETION_TEXT};
+pub use complete::{COMPLETION_PATH, COMPLETION_TASK_PATH, CompletionLimits};
 pub use extensions::{
     COMMANDS_EXTENSION_URI, STATUS_EXTENSION_URI, SUB_STATE_KEY, SUB_STATE_VALUES,
 };
+pub use limits::MessageLimits;
+pub use rate_limit::{Rate, RateLimits};
+pub use serve::{ConnectionLimits, serve};
 pub use ui::UI_PATH;
 
 use auth::Authenticator;
+use body::BodyLimits;
+use origin::Origins;
 use rate_limit::RateLimiter;
 
 /// How often an idle SSE stream sends a keep-alive comment by default, so proxies and
@@ -99,18 +113,24 @@ pub struct ServerSettings {
     pub tls: bool,
     /// Bearer token -> participant id. Empty: callers are self-asserted (loopback only).
     pub tokens: BTreeMap<String, String>,
+    /// The configured admins: a self-asserted id may never claim one of them.
+    pub admins: Vec<String>,
+    /// `Host` names besides loopback and the bound address (`[http] public_names`).
+    pub public_names: Vec<String>,
+    /// Browser origins besides the server's own (`[http] allowed_origins`).
+    pub allowed_origins: Vec<String>,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// How long a connection has to send a request's headers.
-    pub header_read_timeout: Duration,
-    /// Message sends a participant may make in a burst.
-    pub rate_limit_burst: u32,
-    /// Message sends per second a participant regains.
-    pub rate_limit_per_second: f64,
-    /// Completion requests a participant may make in a burst.
-    pub completion_burst: u32,
-    /// Completion requests per second a participant regains.
-    pub completion_per_second: f64,
+    /// How long a request body may take to arrive.
+    pub body_read_timeout: Duration,
+    /// The budgets of one message.
+    pub message_limits: MessageLimits,
+    /// Message sends per participant and, for self-asserted callers, per address.
+    pub rate_limits: RateLimits,
+    /// Command completion requests: their own buckets, and the longest text.
+    pub completion: CompletionLimits,
+    /// Connections, header and handshake timeouts (for [`serve`]).
+    pub connection_limits: ConnectionLimits,
     /// The SSE keep-alive interval.
     pub keep_alive: Duration,
 }
@@ -119,17 +139,54 @@ impl ServerSettings {
     /// The settings for `config`, served on `bound` (the listener's actual address, so
     /// port 0 is resolved).
     pub fn new(config: &Config, bound: SocketAddr) -> Self {
+        let limits = &config.limits;
+        let rate = &config.rate_limit;
+        // A limit beyond the address space is no limit at all.
+        let size = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
         ServerSettings {
             bound,
             tls: config.tls.serves_https(),
             tokens: config.auth.tokens.clone(),
-            // A limit beyond the address space is no limit at all.
-            max_body_bytes: usize::try_from(config.limits.max_body_bytes).unwrap_or(usize::MAX),
-            header_read_timeout: Duration::from_secs(config.limits.header_read_timeout_secs),
-            rate_limit_burst: config.rate_limit.per_participant_burst,
-            rate_limit_per_second: config.rate_limit.per_participant_per_second,
-            completion_burst: config.completion.per_participant_burst,
-            completion_per_second: config.completion.per_participant_per_second,
+            admins: config.admins.clone(),
+            public_names: config.http.public_names.clone(),
+            allowed_origins: config.http.allowed_origins.clone(),
+            max_body_bytes: size(limits.max_body_bytes),
+            body_read_timeout: Duration::from_secs(limits.body_read_timeout_secs),
+            message_limits: MessageLimits {
+                max_parts: size(limits.max_parts_per_message.into()),
+                max_json_depth: size(limits.max_json_depth.into()),
+                max_json_values: size(limits.max_json_values_per_message.into()),
+            },
+            rate_limits: RateLimits {
+                per_participant: Rate {
+                    burst: rate.per_participant_burst,
+                    per_second: rate.per_participant_per_second,
+                },
+                per_address: Rate {
+                    burst: rate.per_address_burst,
+                    per_second: rate.per_address_per_second,
+                },
+                max_buckets: size(rate.max_buckets.into()),
+            },
+            completion: {
+                let completion = Rate {
+                    burst: config.completion.per_participant_burst,
+                    per_second: config.completion.per_participant_per_second,
+                };
+                CompletionLimits {
+                    rate: RateLimits {
+                        per_participant: completion,
+                        per_address: completion,
+                        max_buckets: size(rate.max_buckets.into()),
+                    },
+                    max_text_bytes: size(config.completion.max_text_bytes.into()),
+                }
+            },
+            connection_limits: ConnectionLimits {
+                max_connections: size(limits.max_connections.into()),
+                header_read_timeout: Duration::from_secs(limits.header_read_timeout_secs),
+                tls_handshake_timeout: Duration::from_secs(limits.tls_handshake_timeout_secs),
+            },
             keep_alive: DEFAULT_KEEP_ALIVE,
         }
     }
@@ -143,114 +200,71 @@ pub(crate) struct AppState {
     limiter: Arc<RateLimiter>,
     /// Command completion requests, apart from sends (`complete`).
     completion_limiter: Arc<RateLimiter>,
+    completion: CompletionLimits,
+    message_limits: MessageLimits,
     bound: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
-    max_body_bytes: usize,
+    body: BodyLimits,
     keep_alive: Duration,
 }
 
 impl AppState {
-    fn new(service: TaskService, settings: ServerSettings) -> Self {
+    fn new(service: TaskService, settings: &ServerSettings) -> Self {
         AppState {
             service,
-            auth: Arc::new(Authenticator::new(&settings.tokens)),
-            limiter: Arc::new(RateLimiter::new(
-                settings.rate_limit_burst,
-                settings.rate_limit_per_second,
-            )),
-            completion_limiter: Arc::new(RateLimiter::new(
-                settings.completion_burst,
-                settings.completion_per_second,
-            )),
+            auth: Arc::new(Authenticator::new(&settings.tokens, &settings.admins)),
+            limiter: Arc::new(RateLimiter::new(settings.rate_limits)),
+            completion_limiter: Arc::new(RateLimiter::new(settings.completion.rate)),
+            completion: settings.completion,
+            message_limits: settings.message_limits,
             bound: settings.bound,
             scheme: if settings.tls { "https" } else { "http" },
-            max_body_bytes: settings.max_body_bytes,
+            body: BodyLimits {
+                max_bytes: settings.max_body_bytes,
+                read_timeout: settings.body_read_timeout,
+            },
             keep_alive: settings.keep_alive,
         }
     }
 
-    /// Admits a message send: resolves who sends it and takes one of their rate-limit
-    /// tokens. Runs after validation, so a malformed request costs nothing, and before the
-    /// service, so a refused send is not processed at all.
+    /// Admits a message send: checks it against the message budgets, resolves who sends it
+    /// and takes one of their rate-limit tokens. Runs after validation, so a malformed
+    /// request costs nothing, and before the service, so a refused send is not processed
+    /// at all.
     fn admit_send(
         &self,
         identity: &auth::Identity,
         request: &SendMessageRequest,
     ) -> Result<Caller, A2aError> {
+        self.message_limits.check(request)?;
         let caller = identity.caller(Some(&request.message))?;
-        self.limiter.check(&caller.id)?;
+        self.limiter.check(identity.sender(&caller))?;
         Ok(caller)
     }
 }
 
-/// The whole HTTP application: the card, the JSON-RPC endpoint, the HTTP+JSON routes.
+/// The whole HTTP application: the card, the JSON-RPC endpoint, the HTTP+JSON routes,
+/// behind the `Host` and `Origin` checks.
 pub fn app(service: TaskService, settings: ServerSettings) -> Router {
-    let state = AppState::new(service, settings);
+    let origins = Arc::new(Origins::new(
+        settings.bound,
+        &settings.public_names,
+        &settings.allowed_origins,
+    ));
+    let state = AppState::new(service, &settings);
     let protocol = jsonrpc::routes()
         .merge(rest::routes())
         .merge(complete::routes())
         .layer(axum::middleware::from_fn(extensions::echo_activated))
         // Read by the body extractor: larger bodies are refused, not buffered.
-        .layer(DefaultBodyLimit::max(state.max_body_bytes));
+        .layer(DefaultBodyLimit::max(state.body.max_bytes));
     Router::new()
         .route(AGENT_CARD_PATH, get(card::agent_card))
         .merge(ui::routes())
         .merge(protocol)
         .fallback(rest::not_found)
         .with_state(state)
-}
-
-/// Serves `app` on `listener` (HTTP/1.1) until `shutdown` resolves, then stops accepting
-/// connections and gives open requests and streams [`SHUTDOWN_GRACE`] to finish before
-/// closing them.
-///
-/// A connection has `header_read_timeout` to send a request's headers (the first request
-/// and each next one on a kept-alive connection), so clients that trickle bytes or sit
-/// idle cannot pin connections forever. `axum::serve` sets no timer, which leaves hyper's
-/// timeout off; hence this loop over hyper directly.
-pub async fn serve<L>(
-    mut listener: L,
-    app: Router,
-    header_read_timeout: Duration,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    L: axum::serve::Listener,
-{
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
-
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
-    let connections = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (io, _peer) = tokio::select! {
-            connection = listener.accept() => connection,
-            () = &mut shutdown => break,
-        };
-        let service = TowerToHyperService::new(app.clone());
-        let connection = http.serve_connection(TokioIo::new(io), service);
-        let connection = connections.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    tracing::info!("shutting down");
-    if tokio::time::timeout(SHUTDOWN_GRACE, connections.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "open requests did not finish within {} s; closing them",
-            SHUTDOWN_GRACE.as_secs()
-        );
-    }
-    Ok(())
+        // Last, so it wraps every route (any added above included) and the fallback.
+        .layer(axum::middleware::from_fn_with_state(origins, origin::guard))
 }

@@ -75,6 +75,11 @@ impl RestContext {
     pub(crate) fn caller(&self) -> std::result::Result<crate::task::Caller, A2aError> {
         self.identity.caller(None)
     }
+
+    /// Who the request came from, as the rate limits see it.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.identity
+    }
 }
 
 impl FromRequestParts<AppState> for RestContext {

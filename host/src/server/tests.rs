@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, Request, StatusCode, request};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::{ServerSettings, app};
+use super::{ConnectionLimits, MessageLimits, Rate, RateLimits, ServerSettings, app};
 use crate::commands::{CommandRegistry, Registries};
 use crate::model::Models;
 use crate::plugins::PluginLoader;
@@ -20,17 +20,54 @@ use crate::task::{TaskService, TaskSettings};
 
 const LIMIT: usize = 4096;
 
+/// The `Host` of every in-process request: the server answers loopback names only.
+const HOST: &str = "localhost:4000";
+
 fn settings() -> ServerSettings {
     ServerSettings {
         bound: "127.0.0.1:4000".parse().expect("address"),
         tls: false,
         tokens: Default::default(),
         max_body_bytes: LIMIT,
-        header_read_timeout: Duration::from_secs(30),
-        rate_limit_burst: 100,
-        rate_limit_per_second: 100.0,
-        completion_burst: 100,
-        completion_per_second: 100.0,
+        body_read_timeout: Duration::from_secs(30),
+        admins: Vec::new(),
+        public_names: Vec::new(),
+        allowed_origins: Vec::new(),
+        message_limits: MessageLimits {
+            max_parts: 100,
+            max_json_depth: 32,
+            max_json_values: 10_000,
+        },
+        rate_limits: RateLimits {
+            per_participant: Rate {
+                burst: 100,
+                per_second: 100.0,
+            },
+            per_address: Rate {
+                burst: 1000,
+                per_second: 1000.0,
+            },
+            max_buckets: 10_000,
+        },
+        completion: super::CompletionLimits {
+            rate: RateLimits {
+                per_participant: Rate {
+                    burst: 100,
+                    per_second: 100.0,
+                },
+                per_address: Rate {
+                    burst: 1000,
+                    per_second: 1000.0,
+                },
+                max_buckets: 10_000,
+            },
+            max_text_bytes: 4096,
+        },
+        connection_limits: ConnectionLimits {
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
+        },
         keep_alive: Duration::from_secs(15),
     }
 }
@@ -145,6 +182,7 @@ async fn send(app: &Router, request: Request<Body>) -> Reply {
 /// A request with `A2A-Version: 1.0` and a JSON content type.
 fn a2a(method: &str, path: &str) -> request::Builder {
     Request::builder()
+        .header("host", HOST)
         .method(method)
         .uri(path)
         .header("a2a-version", "1.0")
@@ -282,7 +320,9 @@ async fn unsupported_versions_are_refused_with_the_request_id() {
     let app = server();
     let body = || rpc_body("ListTasks", json!({}));
     for version in [None, Some("0.3"), Some("2.0"), Some("1.1"), Some("")] {
-        let mut request = Request::post("/").header(CONTENT_TYPE, "application/json");
+        let mut request = Request::post("/")
+            .header("host", HOST)
+            .header(CONTENT_TYPE, "application/json");
         if let Some(version) = version {
             request = request.header("A2A-Version", version);
         }
@@ -298,6 +338,7 @@ async fn unsupported_versions_are_refused_with_the_request_id() {
     let missing = send(
         &app,
         Request::post("/")
+            .header("host", HOST)
             .header(CONTENT_TYPE, "application/json")
             .body(body())
             .expect("request"),
@@ -316,6 +357,7 @@ async fn supported_versions_pass_by_header_or_query() {
     let method = "ListTaskPushNotificationConfigs";
     for version in ["1.0", "1.0.0", "1.0.7"] {
         let request = Request::post("/")
+            .header("host", HOST)
             .header(CONTENT_TYPE, "application/json")
             .header("A2A-Version", version)
             .body(rpc_body(method, json!({"taskId": "t"})))
@@ -323,6 +365,7 @@ async fn supported_versions_pass_by_header_or_query() {
         assert_eq!(send(&app, request).await.rpc_error().0, -32001, "{version}");
     }
     let request = Request::post("/?A2A-Version=1.0")
+        .header("host", HOST)
         .header(CONTENT_TYPE, "application/json")
         .body(rpc_body(method, json!({"taskId": "t"})))
         .expect("request");
@@ -332,6 +375,7 @@ async fn supported_versions_pass_by_header_or_query() {
 #[tokio::test]
 async fn an_old_client_calling_an_old_method_hears_about_the_version() {
     let request = Request::post("/")
+        .header("host", HOST)
         .header(CONTENT_TYPE, "application/json")
         .body(rpc_body("message/send", json!({})))
         .expect("request");
@@ -385,6 +429,7 @@ async fn jsonrpc_bodies_must_be_declared_json() {
     let app = server();
     for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
         let request = Request::post("/")
+            .header("host", HOST)
             .header("A2A-Version", "1.0")
             .header(CONTENT_TYPE, content_type)
             .body(rpc_body("ListTasks", json!({})))
@@ -403,6 +448,7 @@ async fn jsonrpc_bodies_must_be_declared_json() {
         );
     }
     let unlabelled = Request::post("/")
+        .header("host", HOST)
         .header("A2A-Version", "1.0")
         .body(rpc_body("ListTasks", json!({})))
         .expect("request");
@@ -540,8 +586,11 @@ async fn with_tokens_rest_needs_a_valid_bearer() {
 
 #[tokio::test]
 async fn authentication_comes_first() {
-    // No token, no version, an oversized body: the answer is about the token.
+    // No token, no version, an oversized body: the answer is about the token (the origin
+    // checks come before it, and pass: a JSON body is no cross-site "simple" request).
     let request = Request::post("/")
+        .header("host", HOST)
+        .header(CONTENT_TYPE, "application/json")
         .body(Body::from("x".repeat(LIMIT * 2)))
         .expect("request");
     assert_eq!(
@@ -555,6 +604,7 @@ async fn the_card_is_public_and_declares_the_bearer_scheme() {
     let reply = send(
         &with_tokens(),
         Request::get("/.well-known/agent-card.json")
+            .header("host", HOST)
             .body(Body::empty())
             .expect("request"),
     )
@@ -589,8 +639,10 @@ async fn limited(app: &Router, request: Request<Body>) -> bool {
 #[tokio::test]
 async fn each_participant_has_a_bucket_named_by_header_metadata_or_default() {
     let mut settings = settings();
-    settings.rate_limit_burst = 1;
-    settings.rate_limit_per_second = 0.001;
+    settings.rate_limits.per_participant = Rate {
+        burst: 1,
+        per_second: 0.001,
+    };
     let app = server_with(settings);
     let by_header = |who: &str| {
         a2a("POST", "/")
@@ -635,8 +687,10 @@ async fn each_participant_has_a_bucket_named_by_header_metadata_or_default() {
 #[tokio::test]
 async fn rest_rate_limit_is_429_with_retry_after() {
     let mut settings = settings();
-    settings.rate_limit_burst = 1;
-    settings.rate_limit_per_second = 0.5;
+    settings.rate_limits.per_participant = Rate {
+        burst: 1,
+        per_second: 0.5,
+    };
     let app = server_with(settings);
     let request = || rest("POST", "/message:send", json!({"message": message("hi")}));
     assert!(!limited(&app, request()).await);
@@ -650,7 +704,7 @@ async fn rest_rate_limit_is_429_with_retry_after() {
 #[tokio::test]
 async fn a_malformed_send_costs_no_token() {
     let mut settings = settings();
-    settings.rate_limit_burst = 1;
+    settings.rate_limits.per_participant.burst = 1;
     let app = server_with(settings);
     let reply = send(&app, rpc("SendMessage", json!({"message": {}}))).await;
     assert_eq!(reply.rpc_error().0, -32602);
@@ -750,6 +804,7 @@ async fn rest_request_errors_have_the_status_shape() {
         ),
         (
             Request::post("/message:send")
+                .header("host", HOST)
                 .header(CONTENT_TYPE, "text/plain")
                 .header("a2a-version", "1.0")
                 .body(Body::from("hi"))
@@ -759,6 +814,7 @@ async fn rest_request_errors_have_the_status_shape() {
         ),
         (
             Request::post("/message:send")
+                .header("host", HOST)
                 .header(CONTENT_TYPE, "application/json")
                 .body(Body::from(json!({"message": message("hi")}).to_string()))
                 .expect("request"),
@@ -833,7 +889,12 @@ async fn rest_request_errors_have_the_status_shape() {
 async fn rest_versions_come_from_header_or_query() {
     let app = server();
     let path = "/tasks/t/pushNotificationConfigs";
-    let bare = |uri: &str| Request::get(uri).body(Body::empty()).expect("request");
+    let bare = |uri: &str| {
+        Request::get(uri)
+            .header("host", HOST)
+            .body(Body::empty())
+            .expect("request")
+    };
     assert_eq!(
         send(&app, bare(path)).await.rest_reason(),
         "VERSION_NOT_SUPPORTED"
@@ -841,6 +902,7 @@ async fn rest_versions_come_from_header_or_query() {
     let reply = send(&app, bare(&format!("{path}?A2A-Version=1.0"))).await;
     assert_eq!(reply.rest_reason(), "TASK_NOT_FOUND");
     let old = Request::get(path)
+        .header("host", HOST)
         .header("a2a-version", "0.3")
         .body(Body::empty())
         .expect("request");
@@ -873,6 +935,7 @@ async fn activated_extensions_are_echoed() {
 
 fn card_request() -> Request<Body> {
     Request::get("/.well-known/agent-card.json")
+        .header("host", HOST)
         .body(Body::empty())
         .expect("request")
 }
@@ -983,6 +1046,7 @@ async fn the_card_needs_no_version_and_supports_conditional_requests() {
     let etag = first.header(ETAG).to_owned();
     assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
     let again = Request::get("/.well-known/agent-card.json")
+        .header("host", HOST)
         .header(IF_NONE_MATCH, &etag)
         .body(Body::empty())
         .expect("request");
@@ -996,6 +1060,7 @@ async fn the_card_on_an_unspecified_address_uses_the_host() {
     let mut settings = settings();
     settings.bound = "0.0.0.0:8080".parse().expect("address");
     settings.tokens = [("t".to_owned(), "alice".to_owned())].into();
+    settings.public_names = vec!["agent.example".to_owned()];
     let request = Request::get("/.well-known/agent-card.json")
         .header("host", "agent.example:8080")
         .body(Body::empty())

@@ -2,10 +2,13 @@
 //! server speak TLS itself, so bearer tokens never cross a network in clear
 //! text and no proxy is needed in front.
 //!
-//! Handshakes run on tasks of their own, at most [`MAX_HANDSHAKES`] at a
-//! time and each for at most [`HANDSHAKE_TIMEOUT`]: a client that connects
-//! and says nothing holds up nobody else, and a flood of them is slowed
-//! down rather than let to exhaust memory.
+//! The server's own loop ([`serve`](super::serve)) runs each handshake in
+//! its connection's task, under the connection cap and for at most
+//! `[limits] tls_handshake_timeout_secs`. [`TlsListener`] is the same for a
+//! plain `axum::serve` (tests use it for https webhooks and executors):
+//! handshakes on tasks of their own, at most [`MAX_HANDSHAKES`] at a time and
+//! each for at most [`HANDSHAKE_TIMEOUT`], so a client that connects and says
+//! nothing holds up nobody else.
 
 use std::io;
 use std::net::SocketAddr;

@@ -13,6 +13,7 @@
 //! * `memory`: the same contract in a map, for tests, benchmarks and
 //!   `path = ":memory:"`.
 //! * `schema`: the SQLite tables.
+//! * `lock`: one server per SQLite database, taken before it is opened.
 //!
 //! The contract every backend keeps:
 //!
@@ -24,6 +25,7 @@
 //!   one fails with [`StoreError::Conflict`] and changes nothing.
 //! * Reads see every committed write.
 
+mod lock;
 mod memory;
 mod schema;
 mod sqlite;

@@ -10,6 +10,11 @@
 //! * Reads run on `spawn_blocking` over a small pool of read-only
 //!   connections; WAL lets them read while the writer writes.
 //!
+//! * Before the database is opened, the store takes its exclusive lock
+//!   (`lock`): a second server on the same file is refused before it reads
+//!   or writes anything, with the holder's process id. Dropping the store
+//!   releases it.
+//!
 //! Any SQLite error is classified once ([`classify`]): constraint violations
 //! are conflicts, everything else (disk full, read-only, locked, I/O) makes
 //! the store unavailable for that operation, and nothing of it is kept.
@@ -24,6 +29,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params, para
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
+use super::lock::DatabaseLock;
 use super::schema;
 use super::{
     ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError, StoreFuture,
@@ -67,6 +73,8 @@ impl Synchronous {
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     readers: Arc<Readers>,
+    /// This server's claim on the database, for as long as the store lives.
+    _lock: DatabaseLock,
 }
 
 impl SqliteStore {
@@ -89,6 +97,7 @@ impl SqliteStore {
                 StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
             })?;
         }
+        let lock = DatabaseLock::acquire(path)?;
         let opening = |error: String| {
             StoreError::Unavailable(format!(
                 "cannot open the task store {}: {error}",
@@ -112,6 +121,7 @@ impl SqliteStore {
                 path: path.to_owned(),
                 idle: Mutex::new(Vec::new()),
             }),
+            _lock: lock,
         })
     }
 

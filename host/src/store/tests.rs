@@ -557,6 +557,8 @@ async fn a_full_database_refuses_writes_as_unavailable() {
         .commit(vec![create("t1", "alice", "m1")])
         .await
         .expect("commit");
+    // One store per database at a time.
+    drop(store);
     // The same error SQLite reports for a full disk: cap the file's size.
     let other = rusqlite::Connection::open(&path).expect("opens");
     let pages: i64 = other

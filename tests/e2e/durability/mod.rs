@@ -2,7 +2,7 @@
 //! at chosen points and restarts, storage that refuses writes, push
 //! notifications.
 
-mod support;
+pub(crate) mod support;
 
 mod crash;
 mod push;

@@ -45,6 +45,11 @@ impl Harness {
         self.dir.path()
     }
 
+    /// The process id of the server running now.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a server runs").id()
+    }
+
     /// The default database, beside the configuration file.
     pub fn db_path(&self) -> PathBuf {
         self.dir().join("tiny-harness.db")
@@ -79,6 +84,7 @@ impl Harness {
             http: crate::support::http(),
             base: self.base.clone(),
             participant: participant.to_owned(),
+            token: None,
         }
     }
 

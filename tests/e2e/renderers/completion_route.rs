@@ -4,15 +4,13 @@
 
 use serde_json::{Value, json};
 
-use super::support::{CONFIG, Served};
+use super::support::{CONFIG, Served, admin_config};
 use crate::support::PluginsFolder;
 
 /// POSTs `{"text": text}` to `path` as `participant`; the HTTP status and the JSON body.
 async fn complete(served: &Served, participant: &str, path: &str, text: &str) -> (u16, Value) {
-    let response = crate::support::http()
-        .post(format!("{}{path}", served.base))
-        .header("A2A-Version", "1.0")
-        .header("X-Participant-Id", participant)
+    let response = served
+        .post(participant, path)
         .json(&json!({ "text": text }))
         .send()
         .await
@@ -63,7 +61,8 @@ async fn the_card_declares_the_routes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn names_then_the_plugins_argument_values() {
-    let served = Served::with_greeter(CONFIG);
+    // Tokens for everyone: admin rights need one.
+    let served = Served::with_greeter(&admin_config());
     let task = task_of(&served, "alice").await;
     let (status, body) = complete(&served, "alice", &in_task(&task), "/s").await;
     assert_eq!(status, 200, "{body}");
@@ -120,7 +119,7 @@ async fn a_role_the_command_does_not_allow_gets_no_argument_values() {
         commands.to_string(),
     )
     .expect("write");
-    let served = Served::start_with(CONFIG, Some(plugins));
+    let served = Served::start_with(&admin_config(), Some(plugins));
     let task = task_of(&served, "alice").await;
     let (_, body) = complete(&served, "alice", &in_task(&task), "/gr").await;
     assert!(
@@ -197,7 +196,8 @@ async fn bad_requests_are_explained_and_completion_has_its_own_rate_limit() {
     // Sends have a bucket of their own: typing did not use it up.
     let task = served.client("alice").say(None, "still here").await;
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-    // And each participant has their own.
+    // Without tokens an id is only a claim: another one from the same address shares the
+    // address's bucket, so inventing ids does not lift the limit.
     let (status, _) = complete(&served, "bob", "/commands:complete", "/s").await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 429);
 }

@@ -1,13 +1,16 @@
 //! A server for the renderer tests: its own folder (configuration, database, plugins),
 //! restartable on the same port, so a client that lost its connection can find it again.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
 use crate::support::{PluginsFolder, spawn_server_on};
 
-/// An admin, for the role tests; defaults otherwise (the offline model).
-pub const CONFIG: &str = "admins = [\"root\"]\n";
+/// Loopback, callers self-asserted (admins need tokens: `admin_config`).
+pub const CONFIG: &str = crate::server::support::DEFAULT_CONFIG;
+
+pub use crate::server::support::admin_config;
 
 /// One server folder and the process serving it.
 pub struct Served {
@@ -18,6 +21,8 @@ pub struct Served {
     child: Option<Child>,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// Participant -> bearer token, from the configuration's `[auth] tokens`.
+    tokens: BTreeMap<String, String>,
 }
 
 impl Served {
@@ -43,12 +48,20 @@ impl Served {
                 empty
             }
         };
+        let tokens = tiny_harness::config::Config::from_toml(config)
+            .expect("a valid configuration")
+            .auth
+            .tokens
+            .into_iter()
+            .map(|(token, participant)| (participant, token))
+            .collect();
         let mut served = Served {
             dir,
             plugins,
             _fixtures: fixtures,
             child: None,
             base: String::new(),
+            tokens,
         };
         served.spawn("127.0.0.1:0");
         served
@@ -79,12 +92,25 @@ impl Served {
         }
     }
 
-    /// An A2A client of this server speaking as `participant`.
+    /// An A2A client of this server speaking as `participant`: with its bearer token when
+    /// the configuration gives it one, self-asserted otherwise.
     pub fn client(&self, participant: &str) -> crate::server::support::Client {
         crate::server::support::Client {
             http: crate::support::http(),
             base: self.base.clone(),
             participant: participant.to_owned(),
+            token: self.tokens.get(participant).cloned(),
+        }
+    }
+
+    /// A POST to `path` as `participant`, identified as [`Served::client`] would be.
+    pub fn post(&self, participant: &str, path: &str) -> reqwest::RequestBuilder {
+        let request = crate::support::http()
+            .post(format!("{}{path}", self.base))
+            .header("A2A-Version", "1.0");
+        match self.tokens.get(participant) {
+            Some(token) => request.bearer_auth(token),
+            None => request.header("X-Participant-Id", participant),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::support::{Client, DEFAULT_CONFIG, Server, state, status_text, sub_state};
+use super::support::{Client, DEFAULT_CONFIG, Server, admin_config, state, status_text, sub_state};
 use crate::support::PluginsFolder;
 
 const DICE_USAGE: &str = "usage: /dice NdM";
@@ -212,7 +212,7 @@ async fn a_python_plugin_replaces_the_builtin_status_body_without_a_rebuild() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_status_replacement_leaves_the_builtin_body_serving() {
     let folder = PluginsFolder::new();
-    let server = Server::start(DEFAULT_CONFIG, Some(folder.path()));
+    let server = Server::start(&admin_config(), Some(folder.path()));
     let alice = server.client("alice");
     let id = task_id(&alice.say(None, "hello").await);
 
@@ -227,7 +227,7 @@ async fn a_broken_status_replacement_leaves_the_builtin_body_serving() {
     .expect("write the broken component");
     copy_manifests(&source, &target);
 
-    // /plugins (admins only; `root` is DEFAULT_CONFIG's admin) reports the skip.
+    // /plugins (admins only; `root` is admin_config's admin, with its token) reports the skip.
     let root = server.client("root");
     let started = Instant::now();
     let report = loop {

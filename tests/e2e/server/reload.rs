@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::support::{Client, DEFAULT_CONFIG, Server, status_text, text_message};
+use super::support::{Client, DEFAULT_CONFIG, Server, admin_config, status_text, text_message};
 use crate::support::PluginsFolder;
 
 /// Send `message` to a fresh conversation until its reply satisfies `ok`,
@@ -68,7 +68,8 @@ async fn a_dropped_in_plugin_works_within_a_second_and_leaves_when_removed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_new_version_leaves_the_previous_one_serving_and_says_why() {
     let folder = PluginsFolder::new().with_fixture("greeter");
-    let server = Server::start(DEFAULT_CONFIG, Some(folder.path()));
+    // /plugins is for admins, and admins need tokens.
+    let server = Server::start(&admin_config(), Some(folder.path()));
     let alice = server.client("alice");
     assert_eq!(
         status_text(&alice.say(None, "/greet Bo").await),

@@ -60,7 +60,8 @@ async fn a_watcher_is_refused_for_a_message_a_command_and_a_control_and_nothing_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn only_the_reporter_or_an_admin_adds_participants() {
-    let server = Server::with_defaults();
+    // Admins need tokens: every participant here has one.
+    let server = Server::with_admin();
     let alice = server.client("alice");
     let carol = server.client("carol");
     let root = server.client("root");
@@ -90,7 +91,7 @@ async fn only_the_reporter_or_an_admin_adds_participants() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_non_participant_gets_task_not_found_for_everything() {
-    let server = Server::with_defaults();
+    let server = Server::with_admin();
     let alice = server.client("alice");
     let eve = server.client("eve");
     let id = alice.say(None, "secret").await["id"]

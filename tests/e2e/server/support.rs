@@ -1,6 +1,7 @@
 //! Starting the real `tiny-harness serve` binary and speaking A2A to it over
 //! real HTTP (JSON-RPC, HTTP+JSON, SSE).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,8 @@ use serde_json::{Value, json};
 pub struct Server {
     child: Child,
     pub base: String,
+    /// Participant -> bearer token, from the configuration's `[auth] tokens`.
+    tokens: BTreeMap<String, String>,
     _dir: tempfile::TempDir,
 }
 
@@ -29,6 +32,7 @@ impl Server {
         Server {
             child: spawned.child,
             base: spawned.base,
+            tokens: tokens_of(config),
             _dir: dir,
         }
     }
@@ -42,13 +46,36 @@ impl Server {
         Server::start(DEFAULT_CONFIG, None)
     }
 
+    /// [`admin_config`]: every caller has a token, `root` is an admin.
+    pub fn with_admin() -> Server {
+        Server::start(&admin_config(), None)
+    }
+
+    /// A client for `participant`: with its bearer token when the configuration gives it
+    /// one, self-asserted otherwise.
     pub fn client(&self, participant: &str) -> Client {
         Client {
             http: crate::support::http(),
             base: self.base.clone(),
             participant: participant.to_owned(),
+            token: self.tokens.get(participant).cloned(),
         }
     }
+}
+
+/// Participant -> token of a configuration's `[auth] tokens` (none if it has none, or is
+/// not one the harness accepts).
+fn tokens_of(config: &str) -> BTreeMap<String, String> {
+    tiny_harness::config::Config::from_toml(config)
+        .map(|config| {
+            config
+                .auth
+                .tokens
+                .into_iter()
+                .map(|(token, participant)| (participant, token))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Drop for Server {
@@ -58,14 +85,43 @@ impl Drop for Server {
     }
 }
 
-/// A configuration with an admin and a two-model allowlist.
+/// A configuration with a two-model allowlist: loopback, callers self-asserted, no admins
+/// (admins need tokens: [`admin_config`]).
 pub const DEFAULT_CONFIG: &str = r#"
-admins = ["root"]
-
 [models]
 default = "offline-echo"
 selectable = ["offline-echo", "offline-large"]
 "#;
+
+/// The participants the tests speak as under [`admin_config`].
+pub const CAST: [&str; 8] = [
+    "root",
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "eve",
+    "mallory",
+    "python-sdk",
+];
+
+/// The bearer token of `participant` under [`admin_config`].
+pub fn token_of(participant: &str) -> String {
+    format!("tok-{participant}")
+}
+
+/// [`DEFAULT_CONFIG`] with a bearer token for each of [`CAST`] and `root` an admin: admin
+/// rights need a credential, a self-asserted id is never one.
+pub fn admin_config() -> String {
+    let tokens: Vec<String> = CAST
+        .iter()
+        .map(|id| format!("\"{}\" = \"{id}\"", token_of(id)))
+        .collect();
+    format!(
+        "admins = [\"root\"]\n{DEFAULT_CONFIG}\n[auth]\ntokens = {{ {} }}\n",
+        tokens.join(", ")
+    )
+}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -73,12 +129,14 @@ fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-/// An A2A client speaking as one participant (self-asserted on loopback).
+/// An A2A client speaking as one participant: with a bearer token, or self-asserted on
+/// loopback.
 #[derive(Clone)]
 pub struct Client {
     pub http: reqwest::Client,
     pub base: String,
     pub participant: String,
+    pub token: Option<String>,
 }
 
 /// A user message with one text part, continuing `task_id` if given.
@@ -110,10 +168,15 @@ pub fn complete_control() -> Value {
 
 impl Client {
     fn post(&self, url: String) -> reqwest::RequestBuilder {
-        self.http
+        let request = self
+            .http
             .post(url)
             .header("A2A-Version", "1.0")
-            .header("X-Participant-Id", &self.participant)
+            .header("X-Participant-Id", &self.participant);
+        match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
     }
 
     /// A JSON-RPC call; returns the whole response object.
