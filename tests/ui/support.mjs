@@ -49,6 +49,9 @@ export class Harness {
     page.on('dialog', (dialog) => dialog.accept());
     this.pages.push({ participant, page });
     await page.goto(`${this.base}/ui`);
+    // The page is ready once it has read the card and says who it speaks as; a name typed
+    // before then would be overwritten, and a click would find no handler yet.
+    await page.getByText(/^Speaking as /).waitFor({ timeout: WAIT_MS });
     await page.getByLabel('Your name').fill(participant);
     await page.getByRole('button', { name: 'Use' }).click();
     await page.getByText(`Speaking as ${participant}`).waitFor({ timeout: WAIT_MS });

@@ -12,6 +12,7 @@ export default async function token(t) {
   await page.goto(`${t.base}/ui`);
   const field = page.getByLabel('Access token');
   await field.waitFor({ timeout: WAIT_MS });
+  await page.getByText(/^Speaking as /).waitFor({ timeout: WAIT_MS });
   assert(await page.getByLabel('Your name').isHidden(), 'no name field when tokens are required');
 
   // Without a token every request is refused, and the page says so.
