@@ -9,8 +9,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # toolchain-file targets automatically (RUSTUP_AUTO_INSTALL=0).
 rustup target add wasm32-wasip2
 
-# The interoperability test drives the official A2A Python SDK.
-python3 -c 'import a2a.client' 2>/dev/null || python3 -m pip install --quiet 'a2a-sdk==1.3.0'
+# The interoperability tests drive the official A2A SDKs' clients: Python (with
+# gRPC) and JavaScript (tests/interop/js, pinned by its package-lock.json).
+python3 -c 'import a2a.client, grpc' 2>/dev/null || python3 -m pip install --quiet \
+    'a2a-sdk[grpc]==1.3.0' 'grpcio==1.85.3' 'grpcio-tools==1.85.1' 'grpcio-reflection==1.85.1'
+node -e "process.exit(require('./tests/interop/js/node_modules/@a2a-js/sdk/package.json').version === '1.3.0' ? 0 : 1)" 2>/dev/null \
+    || npm ci --prefix tests/interop/js --no-audit --no-fund
 
 # The renderer tests (tests/e2e/renderers): Debian's chromium, driven by playwright-core
 # from npm, for the web page (a browser download cannot work on these machines), and

@@ -13,6 +13,7 @@
 //! plugins_dir = "plugins"
 //! # cache_dir = "/home/me/.cache/tiny-harness/components"
 //! default_effort = "medium"        # low | medium | high
+//! default_lifecycle = "conversation" # conversation | task (a first message may choose)
 //! admins = ["root"]                # admins on every task; needs [auth] tokens (default none)
 //!
 //! [models]
@@ -70,6 +71,11 @@
 //! max_configs_per_task = 10
 //! max_configs_per_participant = 100  # across all tasks
 //!
+//! [grpc]
+//! # listen = "127.0.0.1:8081"      # serve the gRPC binding here too; default: off
+//! max_connections = 256            # open gRPC connections at once; the next waits
+//! max_concurrent_streams = 100     # calls in flight per connection
+//!
 //! [tls]
 //! # cert_file = "server.pem"       # serve https: the certificate chain (PEM) ...
 //! # key_file = "server-key.pem"    # ... and its private key (PEM); both or neither
@@ -113,7 +119,7 @@ use crate::domain::check_participant_id;
 use crate::outbound::ExtraRoots;
 use crate::push::PushSettings;
 use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
-use crate::task::{AgentSettings, Durability, TaskLimits, TaskSettings};
+use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 
 /// The file read when `--config` is not given, if it exists in the working directory.
 pub const DEFAULT_CONFIG_FILE: &str = "tiny-harness.toml";
@@ -150,6 +156,9 @@ pub struct Config {
     pub models: ModelsConfig,
     /// The effort a new conversation starts on: `low`, `medium` (default) or `high`.
     pub default_effort: String,
+    /// How a task a participant starts lives when its first message does not say:
+    /// `conversation` (default, decision 007) or `task`.
+    pub default_lifecycle: TaskLifecycle,
     /// Participant ids that are admins on every task. Default none. Admin rights need a
     /// credential: with admins and no `[auth] tokens` the configuration is refused
     /// ([`ConfigError::SelfAssertedAdmins`]).
@@ -172,6 +181,8 @@ pub struct Config {
     pub push: PushConfig,
     /// Outbound TLS.
     pub tls: TlsConfig,
+    /// The gRPC binding.
+    pub grpc: GrpcConfig,
     /// The folder of the configuration file it was read from; relative store
     /// and CA file paths are from there. Not a key of the file.
     #[serde(skip)]
@@ -196,6 +207,43 @@ pub struct TlsConfig {
     /// servers behind a private CA. Relative paths are from the
     /// configuration file's folder. Default none.
     pub extra_ca_files: Vec<PathBuf>,
+}
+
+/// `[grpc]`: the A2A gRPC binding, on a listener of its own (HTTP/2; TLS with `[tls]`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrpcConfig {
+    /// Where to serve it. Default none: the binding is off and the card does not list it.
+    /// Beyond loopback, like `listen`, it needs `[auth] tokens`.
+    pub listen: Option<SocketAddr>,
+    /// gRPC connections open at once; a connection beyond it waits to be accepted.
+    /// Default 256.
+    pub max_connections: usize,
+    /// Calls in flight on one connection (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`).
+    /// Default 100.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for GrpcConfig {
+    fn default() -> Self {
+        GrpcConfig {
+            listen: None,
+            max_connections: 256,
+            max_concurrent_streams: 100,
+        }
+    }
+}
+
+impl GrpcConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_connections == 0 {
+            return Err(invalid("grpc.max_connections", "must be at least 1"));
+        }
+        if self.max_concurrent_streams == 0 {
+            return Err(invalid("grpc.max_concurrent_streams", "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// `[store]`.
@@ -450,6 +498,7 @@ impl Default for Config {
             cache_dir: default_cache_dir(),
             models: ModelsConfig::default(),
             default_effort: "medium".to_owned(),
+            default_lifecycle: TaskLifecycle::default(),
             admins: Vec::new(),
             auth: AuthConfig::default(),
             http: HttpConfig::default(),
@@ -460,6 +509,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             push: PushConfig::default(),
             tls: TlsConfig::default(),
+            grpc: GrpcConfig::default(),
             base_dir: None,
             extra_roots: ExtraRoots::default(),
         }
@@ -634,6 +684,7 @@ impl Config {
         self.completion.validate()?;
         self.store.validate()?;
         self.push.validate()?;
+        self.grpc.validate()?;
         self.tls.validate()
     }
 
@@ -714,6 +765,7 @@ impl Config {
             selectable_models: self.models.selectable.clone(),
             default_effort: self.default_effort.clone(),
             admins: self.admins.clone(),
+            default_lifecycle: self.default_lifecycle,
             agent: AgentSettings {
                 system_prompt: self.agent.system_prompt.clone(),
                 max_tool_rounds: self.agent.max_tool_rounds,
@@ -754,7 +806,12 @@ impl Config {
 
     /// Refuses to serve beyond loopback without tokens. See [`check_exposure`].
     pub fn check_exposure(&self) -> Result<(), ConfigError> {
-        check_exposure(self.listen, !self.auth.tokens.is_empty())
+        let tokens = !self.auth.tokens.is_empty();
+        check_exposure(self.listen, tokens)?;
+        match self.grpc.listen {
+            Some(grpc) => check_exposure(grpc, tokens),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1025,6 +1082,34 @@ mod tests {
         assert_eq!(config.limits.max_body_bytes, 1_048_576);
         assert_eq!(config.rate_limit.per_participant_burst, 20);
         assert_eq!(config.default_effort, "medium");
+        assert_eq!(config.default_lifecycle, TaskLifecycle::Conversation);
+        assert_eq!(config.grpc.listen, None);
+    }
+
+    #[test]
+    fn lifecycle_and_grpc_parse_and_are_checked() {
+        let config = Config::from_toml(
+            "default_lifecycle = \"task\"\n[grpc]\nlisten = \"127.0.0.1:0\"\nmax_connections = 3",
+        )
+        .expect("valid");
+        assert_eq!(config.default_lifecycle, TaskLifecycle::Task);
+        assert_eq!(
+            config.grpc.listen,
+            Some("127.0.0.1:0".parse().expect("addr"))
+        );
+        assert_eq!(config.grpc.max_connections, 3);
+        let message = error("default_lifecycle = \"forever\"");
+        assert!(message.contains("forever"), "{message}");
+        let message = error("[grpc]\nmax_connections = 0");
+        assert!(message.contains("grpc.max_connections"), "{message}");
+        let mut exposed = Config::default();
+        exposed.grpc.listen = Some("0.0.0.0:9".parse().expect("addr"));
+        assert!(
+            exposed.check_exposure().is_err(),
+            "gRPC beyond loopback needs tokens"
+        );
+        assert_eq!(TaskLifecycle::from_name("task"), Some(TaskLifecycle::Task));
+        assert_eq!(TaskLifecycle::from_name("Task"), None);
     }
 
     #[test]

@@ -40,7 +40,7 @@ struct RuntimeArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve A2A (JSON-RPC and HTTP+JSON) until interrupted.
+    /// Serve A2A (JSON-RPC, HTTP+JSON, and gRPC with `[grpc] listen`) until interrupted.
     Serve(ServeArgs),
     /// Inspect and try plugins without a server.
     #[command(subcommand)]
@@ -297,9 +297,10 @@ impl Plugins {
 
 async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Result<()> {
     // A broken certificate stops the start before anything listens.
-    let acceptor = match config.server_identity() {
+    let identity = config.server_identity();
+    let acceptor = match &identity {
         Some((cert, key)) => Some(
-            server::tls::acceptor(&cert, &key)
+            server::tls::acceptor(cert, key)
                 .map_err(|problem| anyhow::anyhow!("invalid configuration: `[tls]`: {problem}"))?,
         ),
         None => None,
@@ -308,9 +309,22 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let bound = listener.local_addr()?;
-    let settings = ServerSettings::new(config, bound);
+    let grpc_listener = match config.grpc.listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen for gRPC on {address}"))?,
+        ),
+        None => None,
+    };
+    let mut settings = ServerSettings::new(config, bound);
+    settings.grpc = match &grpc_listener {
+        Some(listener) => Some(listener.local_addr()?),
+        None => None,
+    };
     let limits = settings.connection_limits;
-    let app = server::app(service, settings);
+    let max_message_bytes = settings.max_body_bytes;
+    let (app, grpc) = server::bindings(service, settings);
     let scheme = if acceptor.is_some() { "https" } else { "http" };
     if acceptor.is_none() && !bound.ip().to_canonical().is_loopback() {
         tracing::warn!(
@@ -320,8 +334,34 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
     }
     // The end-to-end tests read this line to find the port.
     eprintln!("listening on {scheme}://{bound}");
-    server::serve(listener, acceptor, app, limits, shutdown_signal()).await?;
-    Ok(())
+    let http = server::serve(listener, acceptor, app, limits, shutdown_signal());
+    let grpc = async {
+        let Some(listener) = grpc_listener else {
+            return Ok(());
+        };
+        let limits = server::grpc::GrpcLimits {
+            max_connections: config.grpc.max_connections,
+            max_concurrent_streams: config.grpc.max_concurrent_streams,
+            max_message_bytes,
+        };
+        let grpc_bound = listener.local_addr()?;
+        // The end-to-end tests read this line to find the gRPC port.
+        eprintln!("gRPC listening on {grpc_bound}");
+        match &identity {
+            Some((cert, key)) => {
+                let acceptor = server::tls::grpc_acceptor(cert, key).map_err(|problem| {
+                    anyhow::anyhow!("invalid configuration: `[tls]`: {problem}")
+                })?;
+                let listener = server::tls::TlsListener::new(listener, acceptor)?;
+                server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?;
+            }
+            None => server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?,
+        }
+        anyhow::Ok(())
+    };
+    let (http, grpc) = tokio::join!(http, grpc);
+    http?;
+    grpc
 }
 
 /// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM.

@@ -143,7 +143,8 @@ pub enum A2aError {
     #[error("Unsupported operation: {0}")]
     UnsupportedOperation(String),
 
-    /// -32005: a media type in the request is not supported. Carries the media type.
+    /// -32005: a media type in the request is not supported (the request body's, or a
+    /// message part's). Carries the media type.
     #[error("Content type not supported: {0}")]
     ContentTypeNotSupported(String),
 
@@ -299,7 +300,6 @@ impl A2aError {
             | A2aError::TaskNotCancelable { .. }
             | A2aError::PushNotificationNotSupported
             | A2aError::UnsupportedOperation(_)
-            | A2aError::ContentTypeNotSupported(_)
             | A2aError::ExtendedAgentCardNotConfigured
             | A2aError::ExtensionSupportRequired { .. }
             | A2aError::VersionNotSupported { .. } => StatusCode::BAD_REQUEST,
@@ -308,6 +308,9 @@ impl A2aError {
             A2aError::Internal(_) | A2aError::InvalidAgentResponse(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
+            // 415, as RFC 9110 has it for a body of a type the server does not take
+            // (the 5.4 table of the A2A 1.0 text the conformance kit follows).
+            A2aError::ContentTypeNotSupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             A2aError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             A2aError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             A2aError::RoleRefused { .. } => StatusCode::FORBIDDEN,
@@ -601,7 +604,7 @@ mod tests {
                 A2aError::ContentTypeNotSupported("image/png".into()),
                 -32005,
                 "CONTENT_TYPE_NOT_SUPPORTED",
-                400,
+                415,
                 "INVALID_ARGUMENT",
             ),
             (

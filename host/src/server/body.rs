@@ -8,8 +8,10 @@
 //!   would otherwise keep its connection busy, out of reach of the connection cap's
 //!   eviction of idle connections, for as long as it likes.
 //! * A non-empty body must be declared JSON: `application/json` or `application/a2a+json`
-//!   (spec 9.1 and 11.1). Anything else is InvalidRequest, not ContentTypeNotSupported,
-//!   which the specification reserves for the media types of message parts.
+//!   (spec 9.1 and 11.1; both are accepted on either binding). Anything else, or no
+//!   `Content-Type` at all, is ContentTypeNotSupported: HTTP 415 Unsupported Media Type in
+//!   HTTP+JSON (RFC 9110 15.5.16, and the 5.4 table of the A2A 1.0 text the conformance kit
+//!   follows), -32005 in JSON-RPC.
 //! * Parameters decode through [`types::decode`] and the request type's `validate`, so a
 //!   wrong field is InvalidParams naming it by its JSON path in either binding.
 
@@ -32,8 +34,11 @@ use crate::a2a::types::{
     ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
 };
 
-/// The media type of HTTP+JSON bodies (spec 14.1).
+/// The A2A media type (spec 14.1), accepted on requests.
 pub(crate) const A2A_JSON: &str = "application/a2a+json";
+
+/// The media type of every JSON answer, in both bindings.
+pub(crate) const JSON: &str = "application/json";
 
 /// Query parameters that are booleans in their request type; every other parameter is
 /// passed on as a string, which the integer and enum decoders accept.
@@ -73,10 +78,7 @@ pub(crate) async fn read_json_body(
         )),
     })?;
     if !bytes.is_empty() && !declared_json {
-        return Err(A2aError::InvalidRequest(
-            "a request body needs the header Content-Type: application/json (or application/a2a+json)"
-                .to_owned(),
-        ));
+        return Err(unsupported_media_type("none"));
     }
     Ok(bytes)
 }
@@ -94,14 +96,24 @@ fn check_content_type(headers: &HeaderMap) -> Result<bool, A2aError> {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    if essence == "application/json" || essence == A2A_JSON {
+    if essence == JSON || essence == A2A_JSON {
         Ok(true)
     } else {
-        Err(A2aError::InvalidRequest(format!(
-            "unsupported request Content-Type `{}`: send application/json or application/a2a+json",
-            String::from_utf8_lossy(value.as_bytes())
+        Err(unsupported_media_type(&String::from_utf8_lossy(
+            value.as_bytes(),
         )))
     }
+}
+
+/// A request body of a media type other than JSON. The type is echoed back (it names
+/// what the client sent), cut short so a client cannot make the answer arbitrarily long.
+fn unsupported_media_type(declared: &str) -> A2aError {
+    let declared: String = declared
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    A2aError::ContentTypeNotSupported(declared)
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
@@ -250,7 +262,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn other_content_types_are_invalid_requests() {
+    async fn other_content_types_are_unsupported_media_types() {
         for content_type in [
             Some("text/plain"),
             Some("application/x-www-form-urlencoded"),
@@ -259,8 +271,9 @@ mod tests {
             let error = read_json_body(request(content_type, "{}"), limits(100))
                 .await
                 .expect_err("refused");
-            assert_eq!(error.code(), -32600, "{content_type:?}");
-            assert!(error.to_string().contains("Content-Type"), "{error}");
+            assert_eq!(error.code(), -32005, "{content_type:?}");
+            assert_eq!(error.http_status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+            assert!(error.to_string().contains("Content type"), "{error}");
         }
     }
 

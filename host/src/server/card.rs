@@ -7,14 +7,21 @@
 //! HTTP+JSON under it), JSON-RPC listed first as the preferred interface.
 //!
 //! The card is public: it needs no token and no `A2A-Version` (a client reads it to learn
-//! the version). It carries `Cache-Control` and an `ETag` over its content (spec 8.6.1),
-//! and answers a matching `If-None-Match` with 304.
+//! the version). It carries `Cache-Control`, an `ETag` over its content and a
+//! `Last-Modified` (spec 8.6.1): the time this server first served the card as it is now
+//! (a plugin reload that changes the commands moves it). A matching `If-None-Match`, or
+//! without one an `If-Modified-Since` no earlier than `Last-Modified`, gets 304
+//! (RFC 9110 13.2.2: the entity tag wins when both are sent).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
+};
 use axum::http::uri::Authority;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -29,6 +36,7 @@ use crate::a2a::types::{
     StringList,
 };
 use crate::commands::CommandRegistry;
+use crate::task::TaskLifecycle;
 
 /// Where the card is served (spec 8.2).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -51,6 +59,10 @@ pub(crate) struct CardContext<'a> {
     pub(crate) bearer: bool,
     /// The commands to list.
     pub(crate) registry: &'a CommandRegistry,
+    /// The lifecycle of a task whose first message names none.
+    pub(crate) default_lifecycle: TaskLifecycle,
+    /// The gRPC binding's `host:port`, when it is served.
+    pub(crate) grpc: Option<String>,
 }
 
 /// `GET /.well-known/agent-card.json`.
@@ -60,6 +72,10 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         base_url: base_url(state.scheme, state.bound, headers.get(HOST)),
         bearer: state.auth.requires_token(),
         registry: &registry,
+        default_lifecycle: state.service.default_lifecycle(),
+        grpc: state
+            .grpc
+            .map(|bound| grpc_address(bound, headers.get(HOST))),
     });
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,
@@ -71,15 +87,77 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         }
     };
     let etag = etag(&body);
+    let modified = state.card_changes.last_modified(&etag);
     let cache = [
         (CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE)),
         (ETAG, etag.clone()),
+        (LAST_MODIFIED, http_date(modified)),
     ];
-    if headers.get(IF_NONE_MATCH) == Some(&etag) {
+    if not_modified(&headers, &etag, modified) {
         return (StatusCode::NOT_MODIFIED, cache).into_response();
     }
     let json = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
     (StatusCode::OK, cache, json, body).into_response()
+}
+
+/// When the card last changed: the first time each content (by its ETag) was served.
+#[derive(Debug)]
+pub(crate) struct CardChanges {
+    /// The ETag of the card served last, and since when it has been served.
+    last: Mutex<Option<(HeaderValue, SystemTime)>>,
+}
+
+impl CardChanges {
+    pub(crate) fn new() -> Self {
+        CardChanges {
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The `Last-Modified` of the card whose ETag is `etag`, in whole seconds (HTTP dates
+    /// have no fraction, and a fraction would make `If-Modified-Since` never match).
+    fn last_modified(&self, etag: &HeaderValue) -> SystemTime {
+        // A poisoned lock only means another request panicked mid-update; the value is
+        // still a valid time.
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*last {
+            Some((served, since)) if served == etag => *since,
+            _ => {
+                let now = whole_seconds(SystemTime::now());
+                *last = Some((etag.clone(), now));
+                now
+            }
+        }
+    }
+}
+
+/// Whether a conditional request already has this card.
+fn not_modified(headers: &HeaderMap, etag: &HeaderValue, modified: SystemTime) -> bool {
+    if let Some(tags) = headers.get(IF_NONE_MATCH) {
+        return tags == etag;
+    }
+    headers
+        .get(IF_MODIFIED_SINCE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| httpdate::parse_http_date(value).ok())
+        .is_some_and(|since| modified <= since)
+}
+
+fn whole_seconds(time: SystemTime) -> SystemTime {
+    let seconds = time
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0);
+    UNIX_EPOCH + Duration::from_secs(seconds)
+}
+
+fn http_date(time: SystemTime) -> HeaderValue {
+    // An HTTP date is always a valid header value.
+    HeaderValue::from_str(&httpdate::fmt_http_date(time))
+        .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
 }
 
 /// The card for a deployment.
@@ -89,17 +167,19 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         name: "tiny-harness".to_owned(),
         description: "A conversational agent whose tasks stay open across turns: each reply \
             parks the task in INPUT_REQUIRED until a participant completes it or cancels it. \
-            Harness commands (/status, /model, ...) run in sandboxed WebAssembly plugins."
+            A task whose first message sets metadata.lifecycle to \"task\" completes on its \
+            own instead (see the status extension). Harness commands (/status, /model, ...) \
+            run in sandboxed WebAssembly plugins."
             .to_owned(),
-        supported_interfaces: vec![
-            AgentInterface::new(&context.base_url, AgentInterface::JSONRPC),
-            AgentInterface::new(&context.base_url, AgentInterface::HTTP_JSON),
-        ],
+        supported_interfaces: interfaces(context),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(true),
-            extensions: vec![status_extension(), commands_extension(context.registry)],
+            extensions: vec![
+                status_extension(context.default_lifecycle),
+                commands_extension(context.registry),
+            ],
             extended_agent_card: Some(false),
         },
         security_schemes,
@@ -108,6 +188,32 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         default_output_modes: MODES.map(str::to_owned).to_vec(),
         skills: vec![conversation_skill()],
         ..AgentCard::default()
+    }
+}
+
+/// JSON-RPC first (preferred), HTTP+JSON, and gRPC when it is served (its `url` a bare
+/// `host:port`, as gRPC clients and the conformance kit expect).
+fn interfaces(context: &CardContext<'_>) -> Vec<AgentInterface> {
+    let mut interfaces = vec![
+        AgentInterface::new(&context.base_url, AgentInterface::JSONRPC),
+        AgentInterface::new(&context.base_url, AgentInterface::HTTP_JSON),
+    ];
+    if let Some(grpc) = &context.grpc {
+        interfaces.push(AgentInterface::new(grpc, AgentInterface::GRPC));
+    }
+    interfaces
+}
+
+/// The gRPC listener's `host:port`: its bound address, or on an unspecified address
+/// the host the client used with the gRPC port.
+fn grpc_address(bound: SocketAddr, host: Option<&HeaderValue>) -> String {
+    let from_host = || {
+        let authority: Authority = host?.to_str().ok()?.parse().ok()?;
+        (!authority.as_str().contains('@')).then(|| authority.host().to_owned())
+    };
+    match bound.ip().is_unspecified().then(from_host).flatten() {
+        Some(host) => format!("{host}:{}", bound.port()),
+        None => bound.to_string(),
     }
 }
 
@@ -222,18 +328,108 @@ mod tests {
     }
 
     #[test]
+    fn conditional_requests_by_tag_or_date() {
+        let etag = HeaderValue::from_static("\"abc\"");
+        let modified = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let with = |name, value: String| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_str(&value).expect("header"));
+            headers
+        };
+        let date = |secs: u64| httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs));
+        assert!(!not_modified(&HeaderMap::new(), &etag, modified));
+        assert!(not_modified(
+            &with(IF_NONE_MATCH, "\"abc\"".into()),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_NONE_MATCH, "\"old\"".into()),
+            &etag,
+            modified
+        ));
+        assert!(not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_700_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_800_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_MODIFIED_SINCE, date(1_600_000_000)),
+            &etag,
+            modified
+        ));
+        assert!(!not_modified(
+            &with(IF_MODIFIED_SINCE, "yesterday".into()),
+            &etag,
+            modified
+        ));
+        // The entity tag wins over the date.
+        let mut both = with(IF_NONE_MATCH, "\"old\"".into());
+        both.insert(
+            IF_MODIFIED_SINCE,
+            HeaderValue::from_str(&date(1_800_000_000)).expect("date"),
+        );
+        assert!(!not_modified(&both, &etag, modified));
+    }
+
+    #[test]
+    fn the_last_modified_time_moves_only_when_the_card_changes() {
+        let changes = CardChanges::new();
+        let first = HeaderValue::from_static("\"1\"");
+        let since = changes.last_modified(&first);
+        assert_eq!(since, whole_seconds(since));
+        assert_eq!(changes.last_modified(&first), since);
+        let later = changes.last_modified(&HeaderValue::from_static("\"2\""));
+        assert!(later >= since);
+    }
+
+    #[test]
+    fn the_grpc_url_is_host_and_port() {
+        assert_eq!(
+            grpc_address(addr("127.0.0.1:50051"), None),
+            "127.0.0.1:50051"
+        );
+        assert_eq!(grpc_address(addr("[::1]:9"), None), "[::1]:9");
+        let host = HeaderValue::from_static("agent.example:8080");
+        assert_eq!(
+            grpc_address(addr("0.0.0.0:50051"), Some(&host)),
+            "agent.example:50051"
+        );
+        let registry = CommandRegistry::default();
+        let card = build(&CardContext {
+            base_url: "http://127.0.0.1:1".into(),
+            bearer: false,
+            registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: Some("127.0.0.1:2".into()),
+        });
+        let json = serde_json::to_value(&card).expect("json");
+        assert_eq!(json["supportedInterfaces"][2]["url"], "127.0.0.1:2");
+        assert_eq!(json["supportedInterfaces"][2]["protocolBinding"], "GRPC");
+    }
+
+    #[test]
     fn security_follows_tokens() {
         let registry = CommandRegistry::default();
         let open = build(&CardContext {
             base_url: "http://127.0.0.1:1".into(),
             bearer: false,
             registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: None,
         });
         assert!(open.security_schemes.is_empty() && open.security_requirements.is_empty());
         let closed = build(&CardContext {
             base_url: "http://127.0.0.1:1".into(),
             bearer: true,
             registry: &registry,
+            default_lifecycle: TaskLifecycle::Conversation,
+            grpc: None,
         });
         let json = serde_json::to_value(&closed).expect("json");
         assert_eq!(

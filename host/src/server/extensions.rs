@@ -4,7 +4,10 @@
 //!   `TASK_STATE_INPUT_REQUIRED` carries why in `metadata["sub_state"]` of the Task and of
 //!   the status update: `awaiting-next-message` or `awaiting-answer`. The value is an open
 //!   string (an unknown one means plain INPUT_REQUIRED) and is removed when the task leaves
-//!   INPUT_REQUIRED.
+//!   INPUT_REQUIRED. It also declares the task lifecycles: a first message's
+//!   `metadata["lifecycle"]` picks `conversation` (parks every turn) or `task` (completes
+//!   on its own); without it the operator's default applies (`defaultLifecycle` in its
+//!   params). A later message naming another lifecycle is refused (InvalidParams).
 //! * **commands** ([`COMMANDS_EXTENSION_URI`]): the `/<name> <arguments>` commands that run
 //!   on the harness instead of the model, generated from the registry generation being
 //!   served, so the card follows reloads.
@@ -23,6 +26,8 @@ use serde_json::{Map, Value, json};
 use super::complete::{COMPLETION_PATH, COMPLETION_TASK_PATH};
 use crate::a2a::types::AgentExtension;
 use crate::commands::{ArgumentSpec, ArgumentType, CommandRegistry, RegisteredCommand};
+use crate::task::LIFECYCLE_KEY;
+use crate::task::TaskLifecycle;
 
 /// The status extension: the INPUT_REQUIRED sub-state in metadata.
 pub const STATUS_EXTENSION_URI: &str = "https://tiny-harness.dev/extensions/status/v1";
@@ -41,21 +46,30 @@ const EXTENSIONS_HEADER: &str = "a2a-extensions";
 
 const SUPPORTED: [&str; 2] = [STATUS_EXTENSION_URI, COMMANDS_EXTENSION_URI];
 
-/// The status extension's declaration.
-pub(crate) fn status_extension() -> AgentExtension {
+/// The status extension's declaration; `default_lifecycle` is the lifecycle of a task
+/// whose first message names none.
+pub(crate) fn status_extension(default_lifecycle: TaskLifecycle) -> AgentExtension {
     AgentExtension {
         uri: STATUS_EXTENSION_URI.to_owned(),
         description: Some(
             "A conversation parked in TASK_STATE_INPUT_REQUIRED says why in metadata.sub_state \
              of the Task and of the status update: awaiting-next-message (the agent replied) or \
              awaiting-answer (the agent asked a question). Unknown values mean plain \
-             INPUT_REQUIRED; the key is removed when the task leaves INPUT_REQUIRED."
+             INPUT_REQUIRED; the key is removed when the task leaves INPUT_REQUIRED. A task's \
+             first message may set metadata.lifecycle: conversation (every turn parks in \
+             INPUT_REQUIRED until a participant completes or cancels the task) or task (the \
+             agent answers, the reply is also an artifact, and the task completes on its own \
+             once its sub-tasks have finished); without it, defaultLifecycle applies. A later \
+             message cannot change it."
                 .to_owned(),
         ),
         required: false,
         params: object(json!({
             "metadataKey": SUB_STATE_KEY,
             "values": SUB_STATE_VALUES,
+            "lifecycleMetadataKey": LIFECYCLE_KEY,
+            "lifecycles": TaskLifecycle::ALL.map(TaskLifecycle::as_str),
+            "defaultLifecycle": default_lifecycle.as_str(),
         })),
     }
 }
@@ -187,12 +201,20 @@ mod tests {
 
     #[test]
     fn the_status_extension_declares_its_sub_states() {
-        let extension = status_extension();
+        let extension = status_extension(TaskLifecycle::Conversation);
         assert!(!extension.required);
         assert_eq!(extension.params["metadataKey"], json!("sub_state"));
         assert_eq!(
             extension.params["values"],
             json!(["awaiting-next-message", "awaiting-answer"])
         );
+        assert_eq!(extension.params["lifecycleMetadataKey"], json!("lifecycle"));
+        assert_eq!(
+            extension.params["lifecycles"],
+            json!(["conversation", "task"])
+        );
+        assert_eq!(extension.params["defaultLifecycle"], json!("conversation"));
+        let task = status_extension(TaskLifecycle::Task);
+        assert_eq!(task.params["defaultLifecycle"], json!("task"));
     }
 }

@@ -1,5 +1,5 @@
-//! The A2A HTTP server: both standard HTTP bindings over one [`TaskService`], SSE streams,
-//! and the public agent card.
+//! The A2A server: the two HTTP bindings over one [`TaskService`], SSE streams, the
+//! public agent card, and (on a listener of its own, [`grpc`]) the gRPC binding.
 //!
 //! | Route                                                  | Operation                          |
 //! | :----------------------------------------------------- | :--------------------------------- |
@@ -53,6 +53,7 @@ mod card;
 mod complete;
 mod connections;
 mod extensions;
+pub mod grpc;
 mod jsonrpc;
 mod limits;
 mod origin;
@@ -133,6 +134,9 @@ pub struct ServerSettings {
     pub connection_limits: ConnectionLimits,
     /// The SSE keep-alive interval.
     pub keep_alive: Duration,
+    /// The address the gRPC listener is bound to, when the gRPC binding is served; the
+    /// card lists it.
+    pub grpc: Option<SocketAddr>,
 }
 
 impl ServerSettings {
@@ -188,6 +192,7 @@ impl ServerSettings {
                 tls_handshake_timeout: Duration::from_secs(limits.tls_handshake_timeout_secs),
             },
             keep_alive: DEFAULT_KEEP_ALIVE,
+            grpc: None,
         }
     }
 }
@@ -207,6 +212,10 @@ pub(crate) struct AppState {
     scheme: &'static str,
     body: BodyLimits,
     keep_alive: Duration,
+    /// When the agent card last changed (its `Last-Modified`).
+    card_changes: Arc<card::CardChanges>,
+    /// Where the gRPC binding is served, if it is.
+    grpc: Option<SocketAddr>,
 }
 
 impl AppState {
@@ -225,6 +234,8 @@ impl AppState {
                 read_timeout: settings.body_read_timeout,
             },
             keep_alive: settings.keep_alive,
+            card_changes: Arc::new(card::CardChanges::new()),
+            grpc: settings.grpc,
         }
     }
 
@@ -247,12 +258,28 @@ impl AppState {
 /// The whole HTTP application: the card, the JSON-RPC endpoint, the HTTP+JSON routes,
 /// behind the `Host` and `Origin` checks.
 pub fn app(service: TaskService, settings: ServerSettings) -> Router {
+    bindings(service, settings).0
+}
+
+/// The HTTP application and the gRPC binding, sharing one authenticator and one rate
+/// limiter, so a caller's sends count once whatever binding they use. Serve the gRPC
+/// side with [`grpc::serve`] on the listener `settings.grpc` names.
+pub fn bindings(service: TaskService, settings: ServerSettings) -> (Router, grpc::GrpcBinding) {
     let origins = Arc::new(Origins::new(
         settings.bound,
         &settings.public_names,
         &settings.allowed_origins,
     ));
     let state = AppState::new(service, &settings);
+    let binding = grpc::GrpcBinding {
+        service: grpc::GrpcService {
+            state: state.clone(),
+        },
+    };
+    (http_app(state, origins), binding)
+}
+
+fn http_app(state: AppState, origins: Arc<Origins>) -> Router {
     let protocol = jsonrpc::routes()
         .merge(rest::routes())
         .merge(complete::routes())

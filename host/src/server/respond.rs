@@ -1,6 +1,8 @@
 //! How results and errors become HTTP responses in each binding.
 //!
-//! * HTTP+JSON: results and errors are `application/a2a+json` (spec 11.1); an error has the
+//! * HTTP+JSON: results and errors are `application/json` (11.1 of the A2A 1.0 text the
+//!   conformance kit and the issue follow; the project's reference copy says
+//!   `application/a2a+json` SHOULD, and both are accepted on requests); an error has the
 //!   HTTP status of spec 5.4 and the `google.rpc.Status` body of spec 11.6.
 //! * JSON-RPC: results and errors are `application/json` (spec 9.1) with HTTP 200; only an
 //!   authentication failure is 401, because it is decided before the JSON-RPC request is
@@ -17,13 +19,13 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::auth::AuthError;
-use super::body::A2A_JSON;
+use super::body::JSON;
 use crate::a2a::error::{A2aError, JsonRpcErrorObject};
 use crate::a2a::jsonrpc::{
     self, JSONRPC_VERSION, JsonRpcFailure, JsonRpcRequest, RequestError, RequestId,
 };
 
-/// An HTTP+JSON success: `value` as `application/a2a+json`.
+/// An HTTP+JSON success: `value` as `application/json`.
 pub(crate) fn rest_ok<T: Serialize>(value: &T) -> Response {
     a2a_json(StatusCode::OK, value)
 }
@@ -146,12 +148,12 @@ impl IntoResponse for RpcError {
     }
 }
 
-/// `value` serialized as `application/a2a+json` with `status`.
+/// `value` serialized as `application/json` with `status`.
 fn a2a_json<T: Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(bytes) => (
             status,
-            [(CONTENT_TYPE, HeaderValue::from_static(A2A_JSON))],
+            [(CONTENT_TYPE, HeaderValue::from_static(JSON))],
             bytes,
         )
             .into_response(),

@@ -69,6 +69,7 @@ fn settings() -> ServerSettings {
             tls_handshake_timeout: Duration::from_secs(10),
         },
         keep_alive: Duration::from_secs(15),
+        grpc: None,
     }
 }
 
@@ -437,14 +438,17 @@ async fn jsonrpc_bodies_must_be_declared_json() {
         let reply = send(&app, request).await;
         assert_eq!(
             reply.rpc_error(),
-            (-32600, "INVALID_REQUEST"),
+            (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
             "{content_type}"
         );
-        assert!(
-            reply.body["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("Content-Type")
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "JSON-RPC errors travel with 200"
+        );
+        assert_eq!(
+            reply.body["error"]["data"][0]["metadata"]["mediaType"],
+            json!(content_type)
         );
     }
     let unlabelled = Request::post("/")
@@ -452,7 +456,7 @@ async fn jsonrpc_bodies_must_be_declared_json() {
         .header("A2A-Version", "1.0")
         .body(rpc_body("ListTasks", json!({})))
         .expect("request");
-    assert_eq!(send(&app, unlabelled).await.rpc_error().0, -32600);
+    assert_eq!(send(&app, unlabelled).await.rpc_error().0, -32005);
 }
 
 #[tokio::test]
@@ -526,7 +530,7 @@ async fn stream_establishment_errors_are_plain_responses() {
         rest("POST", "/tasks/no-such-task:subscribe", Value::Null),
     )
     .await;
-    assert_eq!(reply.header(CONTENT_TYPE), "application/a2a+json");
+    assert_eq!(reply.header(CONTENT_TYPE), "application/json");
     assert!(reply.status.is_client_error(), "{}", reply.status);
 }
 
@@ -574,7 +578,7 @@ async fn with_tokens_rest_needs_a_valid_bearer() {
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     assert_eq!(reply.rest_reason(), "UNAUTHENTICATED");
     assert_eq!(reply.body["error"]["status"], json!("UNAUTHENTICATED"));
-    assert_eq!(reply.header(CONTENT_TYPE), "application/a2a+json");
+    assert_eq!(reply.header(CONTENT_TYPE), "application/json");
     assert!(reply.header(WWW_AUTHENTICATE).starts_with("Bearer"));
 
     let request = a2a("GET", "/tasks/t/pushNotificationConfigs")
@@ -773,7 +777,7 @@ async fn rest_task_paths_route_by_verb() {
         let reply = send(&app, rest(method, path, Value::Null)).await;
         assert_eq!(reply.status, StatusCode::NOT_FOUND, "{method} {path}");
         assert_eq!(reply.rest_reason(), "METHOD_NOT_FOUND", "{method} {path}");
-        assert_eq!(reply.header(CONTENT_TYPE), "application/a2a+json");
+        assert_eq!(reply.header(CONTENT_TYPE), "application/json");
     }
     // A verb without an id is a request without its required id.
     let reply = send(&app, rest("POST", "/tasks/:cancel", Value::Null)).await;
@@ -807,10 +811,10 @@ async fn rest_request_errors_have_the_status_shape() {
                 .header("host", HOST)
                 .header(CONTENT_TYPE, "text/plain")
                 .header("a2a-version", "1.0")
-                .body(Body::from("hi"))
+                .body(Body::from(json!({"message": message("hi")}).to_string()))
                 .expect("request"),
-            StatusCode::BAD_REQUEST,
-            "INVALID_REQUEST",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "CONTENT_TYPE_NOT_SUPPORTED",
         ),
         (
             Request::post("/message:send")
@@ -881,7 +885,7 @@ async fn rest_request_errors_have_the_status_shape() {
         let reply = send(&app, request).await;
         assert_eq!(reply.status, status, "{what}: {}", reply.body);
         assert_eq!(reply.rest_reason(), reason, "{what}: {}", reply.body);
-        assert_eq!(reply.header(CONTENT_TYPE), "application/a2a+json", "{what}");
+        assert_eq!(reply.header(CONTENT_TYPE), "application/json", "{what}");
     }
 }
 
@@ -984,7 +988,13 @@ async fn the_card_describes_this_server() {
     );
     assert_eq!(
         extensions[0]["params"],
-        json!({"metadataKey": "sub_state", "values": ["awaiting-next-message", "awaiting-answer"]})
+        json!({
+            "metadataKey": "sub_state",
+            "values": ["awaiting-next-message", "awaiting-answer"],
+            "lifecycleMetadataKey": "lifecycle",
+            "lifecycles": ["conversation", "task"],
+            "defaultLifecycle": "conversation",
+        })
     );
     let commands = extensions[1]["params"]["commands"]
         .as_array()
@@ -1053,6 +1063,21 @@ async fn the_card_needs_no_version_and_supports_conditional_requests() {
     let reply = send(&app, again).await;
     assert_eq!(reply.status, StatusCode::NOT_MODIFIED);
     assert_eq!(reply.header(ETAG), etag);
+    // Last-Modified, and If-Modified-Since with it.
+    let modified = first.header("last-modified").to_owned();
+    let parsed = httpdate::parse_http_date(&modified).expect("an HTTP date");
+    let by_date = |date: String| {
+        Request::get("/.well-known/agent-card.json")
+            .header("host", HOST)
+            .header("if-modified-since", date)
+            .body(Body::empty())
+            .expect("request")
+    };
+    let reply = send(&app, by_date(modified.clone())).await;
+    assert_eq!(reply.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(reply.header("last-modified"), modified);
+    let earlier = httpdate::fmt_http_date(parsed - std::time::Duration::from_secs(1));
+    assert_eq!(send(&app, by_date(earlier)).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -1190,7 +1215,7 @@ async fn rest_conversation_round_trip() {
     )
     .await;
     assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
-    assert_eq!(sent.headers[CONTENT_TYPE], "application/a2a+json");
+    assert_eq!(sent.headers[CONTENT_TYPE], "application/json");
     let id = sent.body["task"]["id"]
         .as_str()
         .expect("task id")

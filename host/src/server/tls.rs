@@ -35,6 +35,16 @@ pub const MAX_HANDSHAKES: usize = 1024;
 /// The server's certificate chain (`cert_file`) and its private key
 /// (`key_file`), both PEM. Errors name the file and what is wrong with it.
 pub fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
+    // The HTTP bindings speak HTTP/1.1 only.
+    acceptor_for(cert_file, key_file, b"http/1.1")
+}
+
+/// The same identity for the gRPC listener, which speaks HTTP/2 (ALPN `h2`).
+pub fn grpc_acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String> {
+    acceptor_for(cert_file, key_file, b"h2")
+}
+
+fn acceptor_for(cert_file: &Path, key_file: &Path, alpn: &[u8]) -> Result<TlsAcceptor, String> {
     let chain = outbound::read_pem_certificates(cert_file)?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|error| format!("{}: no PEM private key: {error}", key_file.display()))?;
@@ -51,8 +61,7 @@ pub fn acceptor(cert_file: &Path, key_file: &Path) -> Result<TlsAcceptor, String
                 key_file.display()
             )
         })?;
-    // The server speaks HTTP/1.1 only.
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 

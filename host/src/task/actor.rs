@@ -9,7 +9,12 @@
 //! of the store, and the next request rebuilds it from the store.
 //!
 //! * An ordinary message, a command or a task event while a turn runs waits
-//!   in a queue and is taken in order when the turn ends.
+//!   in a queue and is taken in order when the turn ends (for a one-shot
+//!   task, when it has concluded: then it is refused if the task completed).
+//! * A turn ends per the task's lifecycle ([`TaskActor::finish`]): a
+//!   conversation parks, a delegated task completes, a one-shot task keeps
+//!   its reply as an artifact and concludes: it waits for its open
+//!   sub-tasks, then completes if `task.complete` allows (else it parks).
 //! * A control (`complete`) and a cancellation act at once: after the
 //!   sender's role is checked, they cut the running turn (dropping its
 //!   partial output) and go straight to their decision.
@@ -197,6 +202,7 @@ impl TaskActor {
             }
             Command::Report(report) => {
                 self.record_subtask(report.subtask, report.result);
+                self.resume_conclusion();
                 let _ = self.settle().await;
             }
         }
@@ -219,7 +225,7 @@ impl TaskActor {
             // A control acts now: it cuts the running turn.
             self.job = None;
             self.begin(pending, role).await;
-        } else if self.job.is_some() {
+        } else if self.job.is_some() || self.record.is_concluding() {
             self.queue.push_back(pending);
         } else {
             self.begin(pending, role).await;
@@ -386,7 +392,7 @@ impl TaskActor {
 
     /// Take queued messages while no turn runs.
     async fn pump(&mut self) {
-        while self.job.is_none() && self.broken.is_none() {
+        while self.job.is_none() && !self.record.is_concluding() && self.broken.is_none() {
             let Some(pending) = self.queue.pop_front() else {
                 break;
             };
@@ -410,7 +416,8 @@ impl TaskActor {
         let settings = &self.env.settings;
         let entry = self.env.models.get(&self.record.model).cloned();
         let tools = match self.record.lifecycle {
-            Lifecycle::Conversation => Toolbox::conversation(),
+            // A one-shot task is a participant's too: it may delegate and ask.
+            Lifecycle::Conversation | Lifecycle::Task => Toolbox::conversation(),
             Lifecycle::Delegated { .. } => Toolbox::delegated(),
         };
         let system = settings.agent.system_prompt.clone();
@@ -542,6 +549,11 @@ impl TaskActor {
             trace: Some(TurnTrace { trace, usage }),
             ..Ending::default()
         };
+        if self.record.lifecycle == Lifecycle::Task
+            && !matches!(end, TurnEnd::Completion(_) | TurnEnd::Asked(_))
+        {
+            return self.finish_one_shot(end, ending);
+        }
         let delegated = matches!(self.record.lifecycle, Lifecycle::Delegated { .. });
         match end {
             TurnEnd::Reply(text) if delegated => self.conclude(TaskState::Completed, text, ending),
@@ -572,6 +584,22 @@ impl TaskActor {
     /// refused) is the agent's message; the outcome never reaches the model.
     /// Its effects and the reply are committed together.
     fn finish_command(&mut self, result: Result<Outcome, CommandFailure>, ending: Ending) {
+        let (text, data) = self.command_reply(result);
+        let sub_state = self.waiting_sub_state();
+        let ending = Ending {
+            data,
+            mark: Some(HarnessMark::Command),
+            ..ending
+        };
+        self.end_turn(text, sub_state, ending);
+    }
+
+    /// A command's reply (or why it failed, or why its effects were
+    /// refused), its effects applied if they pass the checks.
+    fn command_reply(
+        &mut self,
+        result: Result<Outcome, CommandFailure>,
+    ) -> (String, Option<Value>) {
         let command = match &self.record.turn {
             Some(Turn {
                 work: TurnWork::Command { text, .. },
@@ -585,7 +613,7 @@ impl TaskActor {
             _ => String::new(),
         };
         let open = self.record.open_subtasks().count();
-        let (text, data) = match result {
+        match result {
             Err(failure) => (failure.to_string(), None),
             Ok(outcome) => match effects::check(&command, &outcome, &self.env.settings, open) {
                 Err(refusal) => (refusal, None),
@@ -596,14 +624,96 @@ impl TaskActor {
                     (outcome.reply.text, outcome.reply.data)
                 }
             },
+        }
+    }
+
+    /// The end of a one-shot task's turn: a failure fails it; a reply (the
+    /// model's or a command's) joins the history, becomes its reply artifact,
+    /// and the task concludes. (A question the model asks parks it like a
+    /// conversation: the answer is the next turn.)
+    fn finish_one_shot(&mut self, end: TurnEnd, ending: Ending) {
+        let (text, ending) = match end {
+            TurnEnd::Reply(text) => (text, ending),
+            TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) => {
+                return self.conclude(TaskState::Failed, reason, Ending::notice(ending));
+            }
+            TurnEnd::Command(result) => {
+                let (text, data) = self.command_reply(result);
+                let ending = Ending {
+                    data,
+                    mark: Some(HarnessMark::Command),
+                    ..ending
+                };
+                (text, ending)
+            }
+            TurnEnd::Asked(question) => {
+                let ending = Ending {
+                    mark: Some(HarnessMark::Question),
+                    ..ending
+                };
+                return self.end_turn(question, SubState::AwaitingAnswer, ending);
+            }
+            TurnEnd::Completion(verdict) => return self.finish_completion(verdict, ending),
         };
-        let sub_state = self.waiting_sub_state();
-        let ending = Ending {
-            data,
-            mark: Some(HarnessMark::Command),
-            ..ending
-        };
-        self.end_turn(text, sub_state, ending);
+        let data = ending.data.clone();
+        let reply = self.ending_message(text, ending);
+        let artifact = self.record.reply_artifact(&reply, data.as_ref());
+        self.apply(Change::Status(StatusChange::recorded(reply)));
+        self.apply(Change::Artifact(artifact));
+        let requested_by = self.reporter();
+        self.apply(Change::TurnStarted(Turn::first(TurnWork::Conclude {
+            requested_by: requested_by.clone(),
+        })));
+        self.start_conclusion(requested_by);
+    }
+
+    /// Conclude a one-shot task: wait while sub-tasks are open (each report
+    /// comes back here through [`TaskActor::resume_conclusion`]), then run
+    /// the `task.complete` decision. The turn has not ended for its waiters
+    /// until the decision is in.
+    fn start_conclusion(&mut self, requested_by: Participant) {
+        let open: Vec<String> = self
+            .record
+            .open_subtasks()
+            .map(|subtask| format!("{} ({})", subtask.goal, subtask.id))
+            .collect();
+        if open.is_empty() {
+            let view = self.view();
+            return self.start_completion(requested_by, view);
+        }
+        let waiting = format!(
+            "Replied; completing once {} open sub-task(s) have finished: {}",
+            open.len(),
+            open.join(", ")
+        );
+        let message = self.record.agent_message(waiting, None);
+        self.apply(Change::Status(StatusChange::progress(message)));
+    }
+
+    /// After a sub-task report: a concluding one-shot task waiting on its
+    /// sub-tasks goes on once none is open.
+    fn resume_conclusion(&mut self) {
+        if self.job.is_some() || self.record.open_subtasks().next().is_some() {
+            return;
+        }
+        if let Some(requested_by) = self.record.concluding_for().cloned() {
+            self.start_conclusion(requested_by);
+        }
+    }
+
+    /// The participant a one-shot task completes on behalf of: its reporter
+    /// (a participant's task always has one: its first sender).
+    fn reporter(&self) -> Participant {
+        let participants = &self.record.participants;
+        participants
+            .iter()
+            .find(|participant| participant.role == Role::Reporter)
+            .or_else(|| participants.first())
+            .cloned()
+            .unwrap_or_else(|| Participant {
+                id: "unknown".to_owned(),
+                role: Role::Reporter,
+            })
     }
 
     fn apply_effect(&mut self, effect: Effect) {
@@ -618,6 +728,19 @@ impl TaskActor {
     }
 
     fn finish_completion(&mut self, verdict: Verdict, ending: Ending) {
+        // A one-shot task's own conclusion: completed, its status message is
+        // its reply (already in the history).
+        if self.record.is_concluding()
+            && verdict.allowed
+            && let Some(reply) = self.record.latest_reply()
+        {
+            self.apply(Change::Status(StatusChange {
+                in_history: false,
+                ..StatusChange::finished(TaskState::Completed, reply)
+            }));
+            self.turn_ended = true;
+            return;
+        }
         let ending = Ending {
             data: Some(verdict.data()),
             ..Ending::notice(ending)
@@ -712,6 +835,7 @@ impl TaskActor {
                 let view = self.view();
                 self.start_completion(requested_by, view);
             }
+            TurnWork::Conclude { requested_by } => self.start_conclusion(requested_by),
             // Never planned: commands are not repeated.
             TurnWork::Command { .. } => {}
         }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::commands::Registries;
 use crate::model::Models;
 use crate::push::Pusher;
@@ -20,6 +22,8 @@ pub struct TaskSettings {
     pub default_effort: String,
     /// Participant ids that are admins on every task.
     pub admins: Vec<String>,
+    /// How a task a participant starts lives when its first message does not say.
+    pub default_lifecycle: TaskLifecycle,
     /// How model turns run.
     pub agent: AgentSettings,
     /// What one task may grow to.
@@ -34,6 +38,7 @@ impl Default for TaskSettings {
             selectable_models: crate::model::OFFLINE_MODELS.map(str::to_owned).to_vec(),
             default_effort: "medium".to_owned(),
             admins: Vec::new(),
+            default_lifecycle: TaskLifecycle::default(),
             agent: AgentSettings::default(),
             limits: TaskLimits::default(),
         }
@@ -104,4 +109,38 @@ pub(crate) struct Env {
     pub(crate) push: Arc<Pusher>,
     /// How long an actor with nothing to do lives on.
     pub(crate) idle_timeout: Duration,
+}
+
+/// How a task a participant starts lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskLifecycle {
+    /// Decision 007: every turn parks in `INPUT_REQUIRED` until a participant completes
+    /// (the control envelope) or cancels it.
+    #[default]
+    Conversation,
+    /// One-shot: the agent answers and the task completes on its own (once its open
+    /// sub-tasks have finished and `task.complete` allows), the reply in `status.message`
+    /// and as an artifact.
+    Task,
+}
+
+impl TaskLifecycle {
+    /// Every lifecycle, in the order the card lists them.
+    pub const ALL: [TaskLifecycle; 2] = [TaskLifecycle::Conversation, TaskLifecycle::Task];
+
+    /// The name in the configuration and in message metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskLifecycle::Conversation => "conversation",
+            TaskLifecycle::Task => "task",
+        }
+    }
+
+    /// The lifecycle called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|lifecycle| lifecycle.as_str() == name)
+    }
 }

@@ -45,7 +45,7 @@ impl Journal {
     ) -> Result<Self, A2aError> {
         let parent_id = match &record.lifecycle {
             Lifecycle::Delegated { parent_id, .. } => Some(parent_id.clone()),
-            Lifecycle::Conversation => None,
+            Lifecycle::Conversation | Lifecycle::Task => None,
         };
         let mut journal = Journal::stored(record);
         journal.created = Some(Created {

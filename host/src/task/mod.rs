@@ -54,8 +54,9 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
-pub use env::{AgentSettings, TaskLimits, TaskSettings};
+pub use env::{AgentSettings, TaskLifecycle, TaskLimits, TaskSettings};
 pub use service::{Caller, Durability, EventStream, TaskService};
+pub use state::LIFECYCLE_KEY;
 pub use suggest::Completion;
 // Re-exported for embedding programs that reach them through `task`.
 pub use crate::domain::{Participant, Role, SubtaskView, TaskView};

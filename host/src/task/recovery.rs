@@ -7,6 +7,9 @@
 //!   - a model turn (or a completion decision) is retried once: it only
 //!     reads the task and its reply was never recorded, so running it again
 //!     is safe; a second interruption ends the retries;
+//!   - a one-shot task that was concluding (waiting for its sub-tasks, or
+//!     for its `task.complete` decision) concludes again, every time: it
+//!     runs nothing that is not safe to repeat, so no attempt is counted;
 //!   - a command is never run again: its body may have had effects outside
 //!     the harness (a remote executor deploying something), so the
 //!     participants are told it was interrupted and the task parks.
@@ -55,6 +58,7 @@ pub(crate) fn plan(record: &TaskRecord) -> Resume {
 
 fn after_interruption(turn: &Turn) -> Resume {
     match &turn.work {
+        TurnWork::Conclude { .. } => Resume::Retry(turn.clone()),
         TurnWork::Command { text, sender } => Resume::Interrupted {
             turn: Some(turn.clone()),
             why: format!(
@@ -141,6 +145,23 @@ mod tests {
             plan(&working(None)),
             Resume::Interrupted { turn: None, .. }
         ));
+    }
+
+    #[test]
+    fn a_concluding_one_shot_task_concludes_again_after_any_number_of_restarts() {
+        let conclude = Turn {
+            work: TurnWork::Conclude {
+                requested_by: Participant {
+                    id: "alice".into(),
+                    role: Role::Reporter,
+                },
+            },
+            attempt: 7,
+        };
+        assert_eq!(
+            plan(&working(Some(conclude.clone()))),
+            Resume::Retry(conclude)
+        );
     }
 
     #[test]

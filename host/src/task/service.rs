@@ -3,7 +3,10 @@
 //! wire formats; everything about conversations happens behind this API.
 //!
 //! A message with a `taskId` continues that task; one without starts a new
-//! conversation (a new task, in the given `contextId` or a new one). The
+//! task (in the given `contextId` or a new one) whose lifecycle is the one
+//! its `metadata.lifecycle` names (`conversation` or `task`), else the
+//! configured default. A later message cannot change it: naming another
+//! lifecycle is InvalidParams (naming the same one is harmless). The
 //! service checks what it can up front (visibility, the sender's role, the
 //! message's kind) against the task as stored, and runs the
 //! `request.received` policy on ordinary messages in the caller's own task;
@@ -29,12 +32,13 @@ use super::access;
 use super::actor::{self, Start};
 use super::classify::{self, Class};
 use super::directory::Directory;
+use super::env::TaskLifecycle;
 use super::env::{Env, TaskSettings};
 use super::events::{Replay, Sequenced, TaskEvents};
 use super::inbox::{self, Admitted, Canceller, Command, Submission};
 use super::listing;
 use super::screen;
-use super::state::{Lifecycle, TaskRecord, new_id, trim_history};
+use super::state::{LIFECYCLE_KEY, Lifecycle, TaskRecord, new_id, trim_history};
 use super::suggest::{self, Completion};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
@@ -241,6 +245,11 @@ impl TaskService {
     /// How many task actors are in memory now.
     pub fn running_tasks(&self) -> usize {
         self.inner.directory.len()
+    }
+
+    /// The lifecycle of a task whose first message does not name one.
+    pub fn default_lifecycle(&self) -> TaskLifecycle {
+        self.inner.env.settings.default_lifecycle
     }
 
     /// The registry generation the card should publish.
@@ -580,6 +589,7 @@ impl TaskService {
             &caller.id,
             "send messages, run commands or complete it",
         )?;
+        keeps_lifecycle(&record, &message)?;
         let class = classify::classify(&message, &registry)?;
         let context_id = message.context_id.as_deref();
         access::admit_message(&record, admins, &caller.id, context_id, &class)?;
@@ -620,7 +630,8 @@ impl TaskService {
                 "a control or task event acts on an existing task: set message.taskId",
             ));
         }
-        let record = self.new_conversation(caller, &message);
+        let lifecycle = requested_lifecycle(&message)?.unwrap_or(env.settings.default_lifecycle);
+        let record = self.new_task(caller, &message, lifecycle);
         let role =
             access::role_of(&record, &caller.id, &env.settings.admins).unwrap_or(Role::Reporter);
         let sender = Participant {
@@ -667,13 +678,17 @@ impl TaskService {
         Ok(())
     }
 
-    /// A new conversation whose reporter is `caller`.
-    fn new_conversation(&self, caller: &Caller, message: &Message) -> TaskRecord {
+    /// A new task whose reporter is `caller`.
+    fn new_task(&self, caller: &Caller, message: &Message, lifecycle: TaskLifecycle) -> TaskRecord {
         let settings = &self.inner.env.settings;
+        let lifecycle = match lifecycle {
+            TaskLifecycle::Conversation => Lifecycle::Conversation,
+            TaskLifecycle::Task => Lifecycle::Task,
+        };
         TaskRecord::new(
             new_id(),
             message.context_id.clone().unwrap_or_else(new_id),
-            Lifecycle::Conversation,
+            lifecycle,
             vec![Participant {
                 id: caller.id.clone(),
                 role: Role::Reporter,
@@ -752,6 +767,49 @@ impl TaskService {
             })
         })
     }
+}
+
+/// The lifecycle `message.metadata.lifecycle` names, if it names one.
+fn requested_lifecycle(message: &Message) -> Result<Option<TaskLifecycle>, A2aError> {
+    let Some(value) = message.metadata.get(LIFECYCLE_KEY) else {
+        return Ok(None);
+    };
+    let field = format!("message.metadata.{LIFECYCLE_KEY}");
+    let names = TaskLifecycle::ALL.map(TaskLifecycle::as_str).join(" or ");
+    value
+        .as_str()
+        .and_then(TaskLifecycle::from_name)
+        .map(Some)
+        .ok_or_else(|| {
+            A2aError::invalid_field(
+                &field,
+                format!("{field} must be {names} (the status extension), not {value}"),
+            )
+        })
+}
+
+/// A message to an existing task may repeat its lifecycle, never change it.
+fn keeps_lifecycle(record: &TaskRecord, message: &Message) -> Result<(), A2aError> {
+    let Some(requested) = requested_lifecycle(message)? else {
+        return Ok(());
+    };
+    let current = match record.lifecycle {
+        Lifecycle::Conversation => "conversation",
+        Lifecycle::Task => "task",
+        Lifecycle::Delegated { .. } => "delegated",
+    };
+    if requested.as_str() == current {
+        return Ok(());
+    }
+    Err(A2aError::invalid_field(
+        format!("message.metadata.{LIFECYCLE_KEY}"),
+        format!(
+            "task {} is a {current} task; its first message chose its lifecycle, and a later \
+             message cannot change it to {} (start a new task for that)",
+            record.id,
+            requested.as_str()
+        ),
+    ))
 }
 
 fn finished(record: &TaskRecord) -> A2aError {

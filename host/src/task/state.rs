@@ -26,6 +26,14 @@ pub(crate) const SUB_STATE_KEY: &str = "sub_state";
 pub(crate) const SUBTASKS_KEY: &str = "subtasks";
 /// Task metadata of a delegated task: the task that spawned it.
 pub(crate) const PARENT_KEY: &str = "parent_task_id";
+/// Where a first message names its task's lifecycle (`conversation` or
+/// `task`), as the status extension declares.
+pub const LIFECYCLE_KEY: &str = "lifecycle";
+/// The id prefix of the artifact holding a one-shot task's reply; the turn
+/// number follows (`reply-1`).
+pub(crate) const REPLY_ARTIFACT_PREFIX: &str = "reply-";
+/// The reply artifact's metadata: the id of the reply message in the history.
+pub(crate) const REPLY_MESSAGE_KEY: &str = "message_id";
 /// Task metadata: the tokens the conversation's models reported, in total.
 pub(crate) const USAGE_KEY: &str = "usage";
 
@@ -60,6 +68,11 @@ pub(crate) enum Lifecycle {
     /// Started by a participant's message: each turn parks in
     /// `INPUT_REQUIRED` until a participant completes or cancels it.
     Conversation,
+    /// Started by a participant's message as a one-shot job: at the end of a
+    /// turn the reply becomes an artifact, the task waits for its open
+    /// sub-tasks, and then completes on its own if `task.complete` allows
+    /// (the reply in `status.message`); refused, it parks like a conversation.
+    Task,
     /// Delegated by another task: runs its goal as one model turn and then
     /// completes (or fails) on its own.
     Delegated { parent_id: String, goal: String },
@@ -84,6 +97,9 @@ pub(crate) enum TurnWork {
     Command { text: String, sender: Participant },
     /// The `task.complete` decision for a completion control.
     Completion { requested_by: Participant },
+    /// A one-shot task's own completion after its turn: waiting for its open
+    /// sub-tasks, then the `task.complete` decision on behalf of its reporter.
+    Conclude { requested_by: Participant },
 }
 
 impl Turn {
@@ -511,8 +527,58 @@ impl TaskRecord {
                 goal: goal.clone(),
                 state: self.state().as_str().to_owned(),
             }),
-            Lifecycle::Conversation => None,
+            Lifecycle::Conversation | Lifecycle::Task => None,
         }
+    }
+
+    /// Whether a one-shot task's turn is over and it is concluding: waiting
+    /// for its sub-tasks or for the `task.complete` decision.
+    pub(crate) fn is_concluding(&self) -> bool {
+        self.concluding_for().is_some()
+    }
+
+    /// On whose behalf a concluding one-shot task completes.
+    pub(crate) fn concluding_for(&self) -> Option<&Participant> {
+        match &self.turn {
+            Some(Turn {
+                work: TurnWork::Conclude { requested_by },
+                ..
+            }) if self.state() == TaskState::Working => Some(requested_by),
+            _ => None,
+        }
+    }
+
+    /// The artifact holding a one-shot task's reply to its latest turn: the
+    /// reply's text (and data), and the id of the reply message in the history.
+    pub(crate) fn reply_artifact(&self, reply: &Message, data: Option<&Value>) -> Artifact {
+        let id = format!("{REPLY_ARTIFACT_PREFIX}{}", self.turn_count);
+        let mut parts = vec![Part::text(message_text(reply))];
+        parts.extend(data.cloned().map(Part::data));
+        let mut metadata = Metadata::new();
+        metadata.insert(REPLY_MESSAGE_KEY.into(), json!(reply.message_id));
+        Artifact {
+            artifact_id: id,
+            name: Some("reply".to_owned()),
+            parts,
+            metadata,
+            ..Artifact::default()
+        }
+    }
+
+    /// A one-shot task's latest reply, as recorded in its history (its final
+    /// status message), if there is one.
+    pub(crate) fn latest_reply(&self) -> Option<Message> {
+        let artifact = self
+            .artifacts
+            .iter()
+            .rev()
+            .find(|artifact| artifact.artifact_id.starts_with(REPLY_ARTIFACT_PREFIX))?;
+        let id = artifact.metadata.get(REPLY_MESSAGE_KEY)?.as_str()?;
+        self.history
+            .iter()
+            .rev()
+            .find(|message| message.message_id == id)
+            .cloned()
     }
 
     /// The text of the current status message.

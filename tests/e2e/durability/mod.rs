@@ -5,5 +5,6 @@
 pub(crate) mod support;
 
 mod crash;
+mod one_shot;
 mod push;
 mod storage;
