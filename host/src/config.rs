@@ -52,6 +52,11 @@
 //! per_address_per_second = 5.0
 //! max_buckets = 10000              # buckets kept; the least recently used goes first
 //!
+//! [completion]                     # command completion for renderers (POST .../commands:complete)
+//! per_participant_burst = 50       # also per IP address without tokens, apart from sends
+//! per_participant_per_second = 10.0
+//! max_text_bytes = 4096            # the text one request completes
+//!
 //! [store]
 //! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
 //! synchronous = "normal"           # normal | full (fsync every commit)
@@ -177,6 +182,8 @@ pub struct Config {
     pub agent: AgentConfig,
     /// The per-participant limit on message sends.
     pub rate_limit: RateLimitConfig,
+    /// The per-participant limit on command completion requests.
+    pub completion: CompletionConfig,
     /// Where tasks are kept.
     pub store: StoreConfig,
     /// Push-notification delivery.
@@ -384,6 +391,52 @@ pub struct RateLimitConfig {
     pub max_buckets: u32,
 }
 
+/// `[completion]`: a token bucket per participant on command completion requests, which
+/// renderers send as a participant types and which may call a plugin's completion export.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompletionConfig {
+    /// Completion requests a participant may make in a burst. Default 50.
+    pub per_participant_burst: u32,
+    /// Completion requests per second a participant regains, up to the burst. Default 10.
+    pub per_participant_per_second: f64,
+    /// The longest text one request completes, in bytes: a command line, not a document.
+    /// Default 4096.
+    pub max_text_bytes: u32,
+}
+
+impl Default for CompletionConfig {
+    fn default() -> Self {
+        CompletionConfig {
+            per_participant_burst: 50,
+            per_participant_per_second: 10.0,
+            max_text_bytes: 4096,
+        }
+    }
+}
+
+impl CompletionConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.per_participant_burst == 0 {
+            return Err(invalid(
+                "completion.per_participant_burst",
+                "must be at least 1, or no participant could ever complete a command",
+            ));
+        }
+        let rate = self.per_participant_per_second;
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(invalid(
+                "completion.per_participant_per_second",
+                format!("must be a positive number, got {rate}"),
+            ));
+        }
+        if self.max_text_bytes == 0 {
+            return Err(invalid("completion.max_text_bytes", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
 /// Command-line values that replace the file's.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -453,6 +506,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             agent: AgentConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            completion: CompletionConfig::default(),
             store: StoreConfig::default(),
             push: PushConfig::default(),
             tls: TlsConfig::default(),
@@ -620,6 +674,7 @@ impl Config {
             ));
         }
         self.rate_limit.validate()?;
+        self.completion.validate()?;
         self.store.validate()?;
         self.push.validate()?;
         self.plugins
@@ -1218,6 +1273,25 @@ mod tests {
             let message = error(text);
             assert!(message.contains(key), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn completion_limits_parse_and_are_checked() {
+        let config = Config::from_toml("[completion]\nper_participant_burst = 3").expect("valid");
+        assert_eq!(config.completion.per_participant_burst, 3);
+        assert_eq!(config.completion.per_participant_per_second, 10.0);
+        let message = error("[completion]\nper_participant_burst = 0");
+        assert!(
+            message.contains("`completion.per_participant_burst`"),
+            "{message}"
+        );
+        let message = error("[completion]\nmax_text_bytes = 0");
+        assert!(message.contains("`completion.max_text_bytes`"), "{message}");
+        let message = error("[completion]\nper_participant_per_second = -1");
+        assert!(
+            message.contains("`completion.per_participant_per_second`"),
+            "{message}"
+        );
     }
 
     #[test]

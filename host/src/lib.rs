@@ -27,6 +27,7 @@
 //! - [`scaffold`]: `tiny-harness plugins new`, a new plugin folder that builds.
 
 pub mod a2a;
+pub mod chat;
 pub mod commands;
 pub mod config;
 pub mod domain;

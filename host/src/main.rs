@@ -54,6 +54,41 @@ enum Command {
     /// Inspect and try plugins without a server.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Talk to a running harness from the terminal: an inbox of your conversations,
+    /// streamed replies, /command completion with Tab, :complete and :cancel.
+    Chat(ChatArgs),
+}
+
+#[derive(Args)]
+struct ChatArgs {
+    /// The harness to talk to.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080",
+        env = "TINY_HARNESS_URL"
+    )]
+    url: String,
+    /// Who you are, on a loopback harness without tokens (sent as X-Participant-Id)
+    /// [default: the harness's default participant, `local`].
+    #[arg(
+        long = "as",
+        value_name = "PARTICIPANT",
+        env = "TINY_HARNESS_PARTICIPANT"
+    )]
+    participant: Option<String>,
+    /// A bearer token, for a harness with `[auth] tokens`. Prefer the environment
+    /// variable: other users can see a command line.
+    #[arg(
+        long,
+        value_name = "T",
+        env = "TINY_HARNESS_TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
+    /// A conversation to resume, by task id.
+    #[arg(value_name = "TASK_ID")]
+    task_id: Option<String>,
 }
 
 #[derive(Args)]
@@ -126,10 +161,16 @@ fn main() -> ExitCode {
     // A server reports what it loaded and serves; the one-shot commands stay quiet.
     init_tracing(match cli.command {
         Command::Serve(_) => "info",
-        Command::Plugins(_) => "warn",
+        Command::Plugins(_) | Command::Chat(_) => "warn",
     });
     let result = match cli.command {
         Command::Serve(args) => serve(&cli.runtime, args),
+        Command::Chat(args) => tiny_harness::chat::run(tiny_harness::chat::ChatOptions {
+            url: args.url,
+            participant: args.participant,
+            token: args.token,
+            task_id: args.task_id,
+        }),
         Command::Plugins(PluginsCommand::Check { dir, with }) => check(&cli.runtime, &with, &dir),
         Command::Plugins(PluginsCommand::Run {
             args,

@@ -14,6 +14,7 @@ mod plugin_host;
 mod plugin_server;
 mod providers;
 mod remote_executors;
+mod renderers;
 mod scaffold;
 mod security;
 mod server;

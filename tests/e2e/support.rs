@@ -198,6 +198,17 @@ pub fn spawn_server_with_env(
     }
 }
 
+/// [`spawn_server`] on a chosen address (a restarted server keeps its port, so a client
+/// that lost its connection finds it again).
+pub fn spawn_server_on(config: &Path, plugins: &Path, rust_log: &str, listen: &str) -> Spawned {
+    match start_server_at(config, plugins, rust_log, None, listen, &[]) {
+        Started::Serving(spawned) => spawned,
+        Started::Exited { log, status } => {
+            panic!("the server did not start ({status}); its log:\n{log}")
+        }
+    }
+}
+
 /// How a start of the real binary ended up.
 pub enum Started {
     /// It serves.
@@ -218,7 +229,7 @@ pub fn start_server(
     rust_log: &str,
     max_open_files: Option<u32>,
 ) -> Started {
-    start_server_with_env(config, plugins, rust_log, max_open_files, &[])
+    start_server_at(config, plugins, rust_log, max_open_files, "127.0.0.1:0", &[])
 }
 
 /// [`start_server`] with `env` set in the server's environment.
@@ -227,6 +238,17 @@ pub fn start_server_with_env(
     plugins: &Path,
     rust_log: &str,
     max_open_files: Option<u32>,
+    env: &[(&str, &str)],
+) -> Started {
+    start_server_at(config, plugins, rust_log, max_open_files, "127.0.0.1:0", env)
+}
+
+fn start_server_at(
+    config: &Path,
+    plugins: &Path,
+    rust_log: &str,
+    max_open_files: Option<u32>,
+    listen: &str,
     env: &[(&str, &str)],
 ) -> Started {
     use std::io::{BufRead, BufReader};
@@ -252,7 +274,7 @@ pub fn start_server_with_env(
         .arg("--config")
         .arg(config)
         .arg("--listen")
-        .arg("127.0.0.1:0")
+        .arg(listen)
         .arg("--plugins")
         .arg(plugins)
         .env("TINY_HARNESS_CACHE_DIR", component_cache_dir())

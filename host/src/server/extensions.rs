@@ -23,6 +23,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
+use super::complete::{COMPLETION_PATH, COMPLETION_TASK_PATH};
 use crate::a2a::types::AgentExtension;
 use crate::commands::{ArgumentSpec, ArgumentType, CommandRegistry, RegisteredCommand};
 use crate::task::LIFECYCLE_KEY;
@@ -82,12 +83,32 @@ pub(crate) fn commands_extension(registry: &CommandRegistry) -> AgentExtension {
             "A message whose only text is exactly `/<name> <arguments>` for a command listed \
              here runs that command on the harness instead of the model; any other message, \
              an unlisted /name included, goes to the model. `roles` are the participant roles \
-             allowed to run it."
+             allowed to run it (admins may run every command, watchers none). `completion` names \
+             the HTTP routes (relative to the HTTP+JSON interface URL) that suggest what may \
+             follow a partly typed message: command names, then a command's argument values \
+             from its plugin, checked against the caller's role."
                 .to_owned(),
         ),
         required: false,
-        params: object(json!({ "commands": commands })),
+        params: object(json!({
+            "commands": commands,
+            "completion": completion_entry(),
+        })),
     }
+}
+
+/// Where renderers ask for completion (`super::complete`).
+fn completion_entry() -> Value {
+    json!({
+        "method": "POST",
+        "taskPath": COMPLETION_TASK_PATH,
+        "path": COMPLETION_PATH,
+        "request": {"text": "the message typed so far, e.g. /model f"},
+        "response": {
+            "role": "the caller's role the suggestions were checked against",
+            "suggestions": [{"value": "text to insert", "description": "optional"}],
+        },
+    })
 }
 
 fn command_entry(command: &RegisteredCommand) -> Value {

@@ -14,6 +14,8 @@
 //! | `POST`, `GET /tasks/{id}/pushNotificationConfigs`      | Create / List push configs (`push`)|
 //! | `GET`, `DELETE /tasks/{id}/pushNotificationConfigs/{c}`| Get / Delete a push config (`push`)|
 //! | `GET  /extendedAgentCard`                              | UnsupportedOperation               |
+//! | `POST /tasks/{id}/commands:complete`, `/commands:complete` | command completion (`complete`) |
+//! | `GET  /ui`, `/ui/{file}`                               | the web page (`ui`)                |
 //! | anything else                                          | 404 in the HTTP+JSON error shape   |
 //!
 //! Every request, the card included, first passes the `Host` and `Origin` checks
@@ -48,6 +50,7 @@
 mod auth;
 mod body;
 mod card;
+mod complete;
 mod connections;
 mod extensions;
 pub mod grpc;
@@ -63,6 +66,7 @@ mod sse;
 #[cfg(test)]
 mod tests;
 pub mod tls;
+mod ui;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -80,12 +84,14 @@ use crate::task::{Caller, TaskService};
 
 pub use auth::{DEFAULT_PARTICIPANT, PARTICIPANT_HEADER, PARTICIPANT_METADATA_KEY};
 pub use card::AGENT_CARD_PATH;
+pub use complete::{COMPLETION_PATH, COMPLETION_TASK_PATH, CompletionLimits};
 pub use extensions::{
     COMMANDS_EXTENSION_URI, STATUS_EXTENSION_URI, SUB_STATE_KEY, SUB_STATE_VALUES,
 };
 pub use limits::MessageLimits;
 pub use rate_limit::{Rate, RateLimits};
 pub use serve::{ConnectionLimits, serve};
+pub use ui::UI_PATH;
 
 use auth::Authenticator;
 use body::BodyLimits;
@@ -122,6 +128,8 @@ pub struct ServerSettings {
     pub message_limits: MessageLimits,
     /// Message sends per participant and, for self-asserted callers, per address.
     pub rate_limits: RateLimits,
+    /// Command completion requests: their own buckets, and the longest text.
+    pub completion: CompletionLimits,
     /// Connections, header and handshake timeouts (for [`serve`]).
     pub connection_limits: ConnectionLimits,
     /// The SSE keep-alive interval.
@@ -164,6 +172,20 @@ impl ServerSettings {
                 },
                 max_buckets: size(rate.max_buckets.into()),
             },
+            completion: {
+                let completion = Rate {
+                    burst: config.completion.per_participant_burst,
+                    per_second: config.completion.per_participant_per_second,
+                };
+                CompletionLimits {
+                    rate: RateLimits {
+                        per_participant: completion,
+                        per_address: completion,
+                        max_buckets: size(rate.max_buckets.into()),
+                    },
+                    max_text_bytes: size(config.completion.max_text_bytes.into()),
+                }
+            },
             connection_limits: ConnectionLimits {
                 max_connections: size(limits.max_connections.into()),
                 header_read_timeout: Duration::from_secs(limits.header_read_timeout_secs),
@@ -181,6 +203,9 @@ pub(crate) struct AppState {
     service: TaskService,
     auth: Arc<Authenticator>,
     limiter: Arc<RateLimiter>,
+    /// Command completion requests, apart from sends (`complete`).
+    completion_limiter: Arc<RateLimiter>,
+    completion: CompletionLimits,
     message_limits: MessageLimits,
     bound: SocketAddr,
     /// `http` or `https`.
@@ -199,6 +224,8 @@ impl AppState {
             service,
             auth: Arc::new(Authenticator::new(&settings.tokens, &settings.admins)),
             limiter: Arc::new(RateLimiter::new(settings.rate_limits)),
+            completion_limiter: Arc::new(RateLimiter::new(settings.completion.rate)),
+            completion: settings.completion,
             message_limits: settings.message_limits,
             bound: settings.bound,
             scheme: if settings.tls { "https" } else { "http" },
@@ -255,11 +282,13 @@ pub fn bindings(service: TaskService, settings: ServerSettings) -> (Router, grpc
 fn http_app(state: AppState, origins: Arc<Origins>) -> Router {
     let protocol = jsonrpc::routes()
         .merge(rest::routes())
+        .merge(complete::routes())
         .layer(axum::middleware::from_fn(extensions::echo_activated))
         // Read by the body extractor: larger bodies are refused, not buffered.
         .layer(DefaultBodyLimit::max(state.body.max_bytes));
     Router::new()
         .route(AGENT_CARD_PATH, get(card::agent_card))
+        .merge(ui::routes())
         .merge(protocol)
         .fallback(rest::not_found)
         .with_state(state)

@@ -56,7 +56,7 @@ pub(crate) fn routes() -> Router<AppState> {
 
 /// A route's other HTTP methods are unknown routes too, in the REST error shape (axum's
 /// own 405 would have an empty body).
-fn only(router: MethodRouter<AppState>) -> MethodRouter<AppState> {
+pub(crate) fn only(router: MethodRouter<AppState>) -> MethodRouter<AppState> {
     router.fallback(not_found)
 }
 
@@ -74,6 +74,11 @@ impl RestContext {
     /// The caller of a request that carries no message.
     pub(crate) fn caller(&self) -> std::result::Result<crate::task::Caller, A2aError> {
         self.identity.caller(None)
+    }
+
+    /// Who the request came from, as the rate limits see it.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.identity
     }
 }
 

@@ -49,6 +49,20 @@ fn settings() -> ServerSettings {
             },
             max_buckets: 10_000,
         },
+        completion: super::CompletionLimits {
+            rate: RateLimits {
+                per_participant: Rate {
+                    burst: 100,
+                    per_second: 100.0,
+                },
+                per_address: Rate {
+                    burst: 1000,
+                    per_second: 1000.0,
+                },
+                max_buckets: 10_000,
+            },
+            max_text_bytes: 4096,
+        },
         connection_limits: ConnectionLimits {
             max_connections: 512,
             header_read_timeout: Duration::from_secs(30),

@@ -19,7 +19,8 @@
 //!   and `tool.invoked`; `turn`: command turns; `effects`: checking what
 //!   commands ask for; `completion`: the `task.complete` decision;
 //!   `subtasks`: delegated tasks; `screen`: the `request.received` and
-//!   `task.created` policy points; `notify`: notification hooks.
+//!   `task.created` policy points; `notify`: notification hooks; `suggest`:
+//!   command completion for renderers.
 //! * `state`: a task as a plain value and the only way it changes;
 //!   `journal`: those changes on their way to the store (`crate::store`),
 //!   committed before anyone hears of them; `events`: the streams clients
@@ -45,6 +46,7 @@ mod screen;
 mod service;
 mod state;
 mod subtasks;
+mod suggest;
 mod tools;
 mod transcript;
 mod turn;
@@ -55,5 +57,6 @@ mod tests;
 pub use env::{AgentSettings, TaskLifecycle, TaskLimits, TaskSettings};
 pub use service::{Caller, Durability, EventStream, TaskService};
 pub use state::LIFECYCLE_KEY;
+pub use suggest::Completion;
 // Re-exported for embedding programs that reach them through `task`.
 pub use crate::domain::{Participant, Role, SubtaskView, TaskView};

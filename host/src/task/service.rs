@@ -39,6 +39,7 @@ use super::inbox::{self, Admitted, Canceller, Command, Submission};
 use super::listing;
 use super::screen;
 use super::state::{LIFECYCLE_KEY, Lifecycle, TaskRecord, new_id, trim_history};
+use super::suggest::{self, Completion};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
     CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
@@ -397,6 +398,39 @@ impl TaskService {
         }
         let replay = self.replay(request.id);
         Ok(Box::pin(TaskEvents::new(task, record.seq, live, replay)))
+    }
+
+    // --- Command completion ------------------------------------------------------------
+
+    /// What `caller` may type next after `text` in task `task_id` (or, without one, in a
+    /// conversation they would start): the command names their role may run, then the
+    /// argument suggestions of such a command (see `suggest`). A stranger gets
+    /// TaskNotFound; a watcher, or a task that takes no messages (finished, delegated),
+    /// gets no suggestions.
+    pub async fn complete_command(
+        &self,
+        caller: &Caller,
+        task_id: Option<&str>,
+        text: &str,
+    ) -> Result<Completion, A2aError> {
+        let admins = &self.inner.env.settings.admins;
+        let (role, takes_messages) = match task_id {
+            Some(task_id) => {
+                let record = self.head(task_id).await?;
+                let role = access::visible(&record, &caller.id, admins)?;
+                let delegated = matches!(record.lifecycle, Lifecycle::Delegated { .. });
+                (role, !record.is_terminal() && !delegated)
+            }
+            None if admins.contains(&caller.id) => (Role::Admin, true),
+            None => (Role::Reporter, true),
+        };
+        let suggestions = if takes_messages {
+            let registry = self.inner.env.registries.current();
+            suggest::suggest(&registry, role, text).await?
+        } else {
+            Vec::new()
+        };
+        Ok(Completion { role, suggestions })
     }
 
     // --- Push notifications ------------------------------------------------------------
