@@ -39,7 +39,11 @@ pub const COMMANDS_EXTENSION_URI: &str = "https://tiny-harness.dev/extensions/co
 pub const SUB_STATE_KEY: &str = "sub_state";
 
 /// The sub-states the status extension defines.
-pub const SUB_STATE_VALUES: [&str; 2] = ["awaiting-next-message", "awaiting-answer"];
+pub const SUB_STATE_VALUES: [&str; 3] = [
+    "awaiting-next-message",
+    "awaiting-answer",
+    "awaiting-approval",
+];
 
 /// The service parameter (header) naming the extensions a client activates.
 const EXTENSIONS_HEADER: &str = "a2a-extensions";
