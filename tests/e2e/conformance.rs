@@ -379,9 +379,13 @@ async fn input_required_stays_until_a_complete_follow_up_and_subscribers_see_it_
         // A contextId that is not the task's is refused.
         let mut wrong = message("tck-input-required", &format!("{id}c"), Some(&task_id));
         wrong["contextId"] = json!("another-context");
+        let foreign = kit
+            .send(binding, wrong)
+            .await
+            .expect_err("a foreign contextId");
         assert!(
-            kit.send(binding, wrong).await.is_err(),
-            "{binding:?}: a foreign contextId"
+            foreign.message.contains("contextId"),
+            "{binding:?}: {foreign:?}"
         );
 
         // SubscribeToTask: the Task, then live events until the follow-up ends it.
