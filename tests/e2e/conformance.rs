@@ -807,3 +807,112 @@ async fn version_99_is_refused_and_the_card_lists_grpc_as_host_port() {
         "not a bare host:port: {url}"
     );
 }
+
+/// The card's gRPC interface, called as the kit does: anonymous, with an
+/// unknown extension; the answers' new shapes (a Message only, REJECTED,
+/// data parts, chunks) cross this binding too.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scenarios_answer_over_grpc_too() {
+    use tiny_harness::server::grpc::proto::a2a_service_client::A2aServiceClient;
+    use tokio_stream::StreamExt as _;
+
+    let server = start();
+    let card: Value = crate::support::http()
+        .get(format!("{}/.well-known/agent-card.json", server.base))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("card");
+    let url = card["supportedInterfaces"]
+        .as_array()
+        .and_then(|interfaces| interfaces.iter().find(|i| i["protocolBinding"] == "GRPC"))
+        .and_then(|grpc| grpc["url"].as_str())
+        .unwrap_or_else(|| panic!("no GRPC interface: {card}"))
+        .to_owned();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{url}"))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connected");
+    let mut client = A2aServiceClient::new(channel);
+    let request = |scenario: &str| {
+        let body = json!({"message": message(scenario, &session(), None)});
+        let mut request = tonic::Request::new(serde_json::from_value(body).expect("a request"));
+        let metadata = request.metadata_mut();
+        metadata.insert("a2a-version", "1.0".parse().expect("value"));
+        metadata.insert("a2a-extensions", UNKNOWN_EXTENSION.parse().expect("value"));
+        request
+    };
+    let as_json = |message: &dyn erased::Json| message.json();
+
+    let reply = client
+        .send_message(request("tck-message-response"))
+        .await
+        .expect("answered")
+        .into_inner();
+    let reply = as_json(&reply);
+    assert_eq!(
+        reply["message"]["parts"],
+        json!([{"text": "Direct message response"}]),
+        "{reply}"
+    );
+    assert!(reply.get("task").is_none(), "{reply}");
+
+    let rejected = as_json(
+        &client
+            .send_message(request("tck-reject-task"))
+            .await
+            .expect("answered")
+            .into_inner(),
+    );
+    assert_eq!(
+        state(&rejected["task"]),
+        "TASK_STATE_REJECTED",
+        "{rejected}"
+    );
+
+    let data = as_json(
+        &client
+            .send_message(request("tck-artifact-data"))
+            .await
+            .expect("answered")
+            .into_inner(),
+    );
+    // A protobuf Struct's numbers are doubles: 42 arrives as 42.0.
+    let parts = artifact_parts(&data["task"]);
+    let found = parts
+        .iter()
+        .any(|part| part["data"]["key"] == "value" && part["data"]["count"].as_f64() == Some(42.0));
+    assert!(found, "{data}");
+
+    let mut stream = client
+        .send_streaming_message(request("tck-stream-artifact-chunked"))
+        .await
+        .expect("streaming")
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(as_json(&event.expect("an event")));
+    }
+    let chunks = check_stream(Binding::Rest, "gRPC tck-stream-artifact-chunked", &events);
+    assert_eq!(chunks.len(), 2, "{events:?}");
+    assert_eq!(
+        (&chunks[1]["append"], &chunks[1]["lastChunk"]),
+        (&json!(true), &json!(true))
+    );
+}
+
+/// ProtoJSON of any generated message, without naming each type.
+mod erased {
+    pub trait Json {
+        fn json(&self) -> serde_json::Value;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> serde_json::Value {
+            serde_json::to_value(self).expect("ProtoJSON")
+        }
+    }
+}
