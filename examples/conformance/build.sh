@@ -8,8 +8,9 @@ source "$here/../plugins/lib.sh"
 
 ensure_rust_target
 
-# Its own target dir, so it never waits on the lock of the main build.
-target="$WORK_DIR/conformance"
+# Not the main build's target dir, so it never waits on that lock; the Rust
+# example's, whose dependencies (the SDK, wit-bindgen) it shares.
+target="$WORK_DIR/rust"
 cargo build --release --target wasm32-wasip2 \
     --manifest-path "$here/plugin/Cargo.toml" --target-dir "$target"
 install_component "$target/wasm32-wasip2/release/conformance_plugin.wasm" \

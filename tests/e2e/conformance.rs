@@ -616,22 +616,39 @@ async fn the_resubscribe_scenario_works_for_four_seconds_then_completes() {
     let server = start();
     let kit = Kit::new(&server);
     let started = Instant::now();
-    let events = kit
-        .stream(
-            Binding::JsonRpc,
-            message("test-resubscribe-message-id", &session(), None),
-        )
-        .await;
-    let states = states(&events);
-    assert!(
-        states.iter().filter(|s| *s == "TASK_STATE_WORKING").count() > 10,
-        "{events:?}"
+    // Streamed over JSON-RPC ...
+    let streamed = kit.stream(
+        Binding::JsonRpc,
+        message("test-resubscribe-message-id", &session(), None),
     );
-    assert_eq!(
-        states.last().map(String::as_str),
-        Some("TASK_STATE_COMPLETED"),
-        "{events:?}"
-    );
+    // ... and, as the kit resubscribes, sent at once and subscribed to over HTTP+JSON.
+    let resubscribed = async {
+        let params = json!({
+            "message": message("test-resubscribe-message-id", &session(), None),
+            "configuration": {"returnImmediately": true},
+        });
+        let sent = kit
+            .call(Binding::Rest, "SendMessage", params)
+            .await
+            .expect("sent");
+        let id = sent["task"]["id"].as_str().expect("id").to_owned();
+        let events = read_sse(kit.subscribe(Binding::Rest, &id).await).await;
+        unwrap_events(Binding::Rest, events)
+    };
+    let (streamed, resubscribed) = tokio::join!(streamed, resubscribed);
+    for events in [&streamed, &resubscribed] {
+        assert!(events[0].get("task").is_some(), "{events:?}");
+        let states = states(events);
+        assert!(
+            states.iter().filter(|s| *s == "TASK_STATE_WORKING").count() > 10,
+            "{events:?}"
+        );
+        assert_eq!(
+            states.last().map(String::as_str),
+            Some("TASK_STATE_COMPLETED"),
+            "{events:?}"
+        );
+    }
     // The offline model's own clock paces the progress; this is its lower bound.
     assert!(
         started.elapsed() >= Duration::from_secs(4),

@@ -80,16 +80,23 @@ fn answer(id: &str, context: &Value) -> Option<Value> {
         Some("tck-complete-task") => text("Hello from TCK"),
         Some("tck-input-required") => ask(id, context),
         Some("tck-artifact-text") => text("Generated text content"),
-        Some("tck-artifact-file" | "tck-stream-artifact-file") => {
-            with_artifacts("File artifact", [whole("file-artifact", file_part("raw", FILE_BYTES))])
-        }
+        Some("tck-artifact-file" | "tck-stream-artifact-file") => with_artifacts(
+            "File artifact",
+            [whole("file-artifact", file_part("raw", FILE_BYTES))],
+        ),
         Some("tck-artifact-file-url") => with_artifacts(
             "File URL artifact",
-            [whole("file-url-artifact", file_part("url", "https://example.com/output.txt"))],
+            [whole(
+                "file-url-artifact",
+                file_part("url", "https://example.com/output.txt"),
+            )],
         ),
         Some("tck-artifact-data") => with_artifacts(
             "Data artifact",
-            [whole("data-artifact", json!({ "data": { "key": "value", "count": 42 } }))],
+            [whole(
+                "data-artifact",
+                json!({ "data": { "key": "value", "count": 42 } }),
+            )],
         ),
         Some("tck-message-response") => disposed("Direct message response", "message"),
         Some("tck-reject-task") => disposed("rejected", "reject"),
