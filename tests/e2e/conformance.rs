@@ -914,6 +914,16 @@ async fn the_scenarios_answer_over_grpc_too() {
         events.push(as_json(&event.expect("an event")));
     }
     let chunks = check_stream(Binding::Rest, "gRPC tck-stream-artifact-chunked", &events);
+    // A2A-Version 99.0 is UNIMPLEMENTED here.
+    let mut unsupported = request("tck-complete-task");
+    unsupported
+        .metadata_mut()
+        .insert("a2a-version", "99.0".parse().expect("value"));
+    let status = client
+        .send_message(unsupported)
+        .await
+        .expect_err("99.0 is refused");
+    assert_eq!(status.code(), tonic::Code::Unimplemented, "{status:?}");
     assert_eq!(chunks.len(), 2, "{events:?}");
     assert_eq!(
         (&chunks[1]["append"], &chunks[1]["lastChunk"]),
