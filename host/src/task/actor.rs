@@ -15,6 +15,9 @@
 //!   conversation parks, a delegated task completes, a one-shot task keeps
 //!   its reply as an artifact and concludes: it waits for its open
 //!   sub-tasks, then completes if `task.complete` allows (else it parks).
+//! * An answer an `llm.invoked` executor shaped may add artifacts, reject
+//!   the task (`REJECTED`, in any lifecycle), or ask that a blocking sender
+//!   get the agent's message instead of the task (`domain::answer`).
 //! * A control (`complete`) and a cancellation act at once: after the
 //!   sender's role is checked, they cut the running turn (dropping its
 //!   partial output) and go straight to their decision.
@@ -654,6 +657,8 @@ impl TaskActor {
         }
     }
 
+    /// End the turn as the task's lifecycle says: a conversation parks, a
+    /// delegated task completes, a one-shot task concludes.
     fn finish_by_lifecycle(&mut self, end: TurnEnd, ending: Ending) {
         if self.record.lifecycle == Lifecycle::Task
             && !matches!(
@@ -810,8 +815,8 @@ impl TaskActor {
     }
 
     /// The end of a one-shot task's turn: a failure fails it; a reply (the
-    /// model's or a command's) joins the history, becomes its reply artifact,
-    /// and the task concludes. (A question the model asks parks it like a
+    /// model's or a command's) joins the history, becomes its reply artifact
+    /// (or the answer's own artifacts stand in for it), and the task concludes. (A question the model asks parks it like a
     /// conversation: the answer is the next turn.)
     fn finish_one_shot(&mut self, end: TurnEnd, ending: Ending) {
         let mut pieces = Vec::new();
