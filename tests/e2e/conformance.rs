@@ -263,6 +263,11 @@ async fn every_blocking_scenario_over_json_rpc_and_http_json() {
             .await;
         assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{binding:?}: {task}");
         assert_eq!(task["status"]["message"]["role"], "ROLE_AGENT");
+        // The kit reuses ids: the same first message starts another task.
+        let again = kit
+            .task(binding, message("tck-complete-task", &id, None))
+            .await;
+        assert_ne!(again["id"], task["id"], "{binding:?}: {again}");
         assert_eq!(
             text_of(&task["status"]["message"]),
             "Hello from TCK",

@@ -557,6 +557,8 @@ impl TaskService {
                 task_id: task_id.clone(),
                 message_id,
             },
+            // The operator may let senders reuse a first message's id.
+            None if !self.inner.env.settings.dedupe_first_messages => return Ok(None),
             None => MessageLookup::Started {
                 created_by: caller.id.clone(),
                 message_id,

@@ -229,3 +229,27 @@ async fn chunked_artifacts_are_stored_whole_and_the_log_rebuilds_them() {
     let rebuilt = replay(&log).expect("replays");
     assert_eq!(rebuilt.to_task(None), stored);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_first_message_id_starts_a_new_task_unless_deduplicated() {
+    let loaded = PluginLoader::new(runtime()).load(None, CommandRegistry::builder());
+    let reusing = TaskService::new(
+        TaskSettings {
+            dedupe_first_messages: false,
+            ..settings()
+        },
+        Registries::new(loaded.registry),
+        offline_models(&settings()),
+    );
+    let deduplicating = service();
+    let message = user_message(None, vec![Part::text("hello")]);
+    for (service, same) in [(&deduplicating, true), (&reusing, false)] {
+        let first = send(service, "alice", request(message.clone()))
+            .await
+            .expect("started");
+        let again = send(service, "alice", request(message.clone()))
+            .await
+            .expect("answered");
+        assert_eq!(first.id == again.id, same, "{first:#?} {again:#?}");
+    }
+}
