@@ -364,9 +364,11 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
              text; set [tls] cert_file and key_file, or put a TLS-terminating proxy in front"
         );
     }
+    let http_shutdown = shutdown_signal();
+    let grpc_shutdown = shutdown_signal();
     // The end-to-end tests read this line to find the port.
     eprintln!("listening on {scheme}://{bound}");
-    let http = server::serve(listener, acceptor, app, limits, shutdown_signal());
+    let http = server::serve(listener, acceptor, app, limits, http_shutdown);
     let grpc = async {
         let Some(listener) = grpc_listener else {
             return Ok(());
@@ -385,9 +387,9 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
                     anyhow::anyhow!("invalid configuration: `[tls]`: {problem}")
                 })?;
                 let listener = server::tls::TlsListener::new(listener, acceptor)?;
-                server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?;
+                server::grpc::serve(listener, grpc, limits, grpc_shutdown).await?;
             }
-            None => server::grpc::serve(listener, grpc, limits, shutdown_signal()).await?,
+            None => server::grpc::serve(listener, grpc, limits, grpc_shutdown).await?,
         }
         anyhow::Ok(())
     };
@@ -396,32 +398,44 @@ async fn listen_and_serve(config: &Config, service: TaskService) -> anyhow::Resu
     grpc
 }
 
-/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = async {
+/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM. The handlers are
+/// installed when this is called, not when the future is first polled: a
+/// signal sent right after the "listening" line would otherwise find no
+/// handler and kill the process without a clean shutdown.
+fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let listen = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(stream) => Some(stream),
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for {name}");
+                None
+            }
+        };
+        let interrupt = listen(SignalKind::interrupt(), "Ctrl-C");
+        let terminate = listen(SignalKind::terminate(), "SIGTERM");
+        async fn received(stream: Option<Signal>) {
+            match stream {
+                Some(mut stream) => {
+                    stream.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        async move {
+            tokio::select! {
+                () = received(interrupt) => {}
+                () = received(terminate) => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut sigterm) => {
-                sigterm.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
     }
 }
 
