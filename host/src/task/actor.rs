@@ -32,7 +32,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::access;
 use super::agent::AgentTurn;
@@ -41,8 +41,8 @@ use super::completion::{self, Verdict};
 use super::directory::Directory;
 use super::effects;
 use super::env::Env;
-use super::events::{self, Sequenced};
-use super::inbox::{Admitted, Canceller, Command, Reply, Submission, stopped};
+use super::events::{Broadcaster, Sequenced};
+use super::inbox::{Admitted, Canceller, Command, Rendered, Reply, Submission, stopped};
 use super::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
 use super::notify::{Notification, Notifier};
@@ -58,8 +58,7 @@ use super::transcript::{self, HarnessMark};
 use super::turn;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
-    Message, Role as MessageRole, StreamResponse, Task, TaskState, TaskStatus,
-    TaskStatusUpdateEvent, Timestamp,
+    Message, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{
@@ -90,16 +89,11 @@ pub(crate) fn spawn(
         Start::Delegated | Start::Recovered => Journal::stored(&record),
     };
     let (inbox_sender, inbox) = mpsc::unbounded_channel();
-    let (events, _) = broadcast::channel(events::BUFFER);
-    let generation = directory.register(&record.id, inbox_sender, events.clone());
-    let message_ids = record
-        .history
-        .iter()
-        .map(|message| (message.message_id.clone(), message.role))
-        .collect();
+    let events = Arc::new(Broadcaster::default());
+    let generation = directory.register(&record.id, inbox_sender, Arc::clone(&events));
     let actor = TaskActor {
         notifier: Notifier::new(env.registries.clone(), record.id.clone()),
-        message_ids,
+        turn_message: None,
         record,
         journal,
         env,
@@ -116,7 +110,9 @@ pub(crate) fn spawn(
         turn_ended: false,
         broken: None,
     };
-    tokio::spawn(actor.run(start));
+    // Boxed: the future is what a live task costs, and an idle one should
+    // not carry the size of its largest step.
+    tokio::spawn(Box::pin(actor.run(start)));
     Ok(())
 }
 
@@ -127,21 +123,32 @@ struct Pending {
 }
 
 /// A caller waiting for the turn to end, and how much history it wants.
-type Waiter = (Option<i32>, oneshot::Sender<Result<Task, A2aError>>);
+type Waiter = (Option<i32>, oneshot::Sender<Result<Rendered, A2aError>>);
+
+/// What the task knows of a message's id.
+enum Known {
+    /// A new id.
+    New,
+    /// A participant's message the task accepted before.
+    Resent,
+    /// The id of another message of the task (one of the agent's).
+    Taken,
+}
 
 struct TaskActor {
     /// The task as this actor has changed it; the store has it as of the
-    /// last commit, and `journal` holds the rest.
+    /// last commit, and `journal` holds the rest. Of the history it holds
+    /// the running turn's messages at most (see `settle`).
     record: TaskRecord,
     journal: Journal,
-    /// The ids of the messages in the history, and who sent each: resends
-    /// are found without a scan of a long history.
-    message_ids: HashMap<String, MessageRole>,
+    /// The id of the message whose turn is running: a resend of it waits
+    /// for the turn's end.
+    turn_message: Option<String>,
     env: Arc<Env>,
     directory: Weak<Directory>,
     generation: u64,
-    inbox: mpsc::UnboundedReceiver<Command>,
-    events: broadcast::Sender<Sequenced>,
+    inbox: mpsc::UnboundedReceiver<Box<Command>>,
+    events: Arc<Broadcaster>,
     notifier: Notifier,
     /// The running turn, if any.
     job: Option<Job>,
@@ -179,11 +186,13 @@ impl TaskActor {
             tokio::select! {
                 // Controls and cancellations first: they may cut the turn.
                 biased;
+                // Boxed steps: the actor's own future stays small while it
+                // waits, which is most of its life.
                 command = self.inbox.recv() => match command {
-                    Some(command) => self.handle(command).await,
+                    Some(command) => Box::pin(self.handle(*command)).await,
                     None => return,
                 },
-                step = next_step(&mut self.job) => self.on_step(step).await,
+                step = next_step(&mut self.job) => Box::pin(self.on_step(step)).await,
                 () = tokio::time::sleep(self.env.idle_timeout), if idle => {
                     if self.retire() {
                         return;
@@ -214,8 +223,17 @@ impl TaskActor {
     // --- Messages --------------------------------------------------------------------------
 
     async fn submit(&mut self, pending: Pending) {
-        if self.accepted_before(&pending.submission.message) {
-            return self.resend(pending);
+        match self.known(&pending.submission).await {
+            Ok(Known::New) => {}
+            Ok(Known::Resent) => return self.resend(pending),
+            Ok(Known::Taken) => {
+                let _ = pending.reply.send(Err(taken(&pending.submission.message)));
+                return;
+            }
+            Err(error) => {
+                let _ = pending.reply.send(Err(error));
+                return;
+            }
         }
         let role = match self.admit(&pending.submission) {
             Ok(role) => role,
@@ -259,7 +277,7 @@ impl TaskActor {
             )));
         }
         let limit = self.env.settings.limits.max_history_messages;
-        if self.record.history.len() >= limit {
+        if self.record.history_len >= limit {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} holds {limit} messages, the most one task may hold (`[limits] \
                  max_history_messages`); complete it and continue in a new task with the same \
@@ -267,22 +285,47 @@ impl TaskActor {
                 self.record.id
             )));
         }
-        let id = &submission.message.message_id;
-        if self.message_ids.contains_key(id) {
-            // The id of one of the agent's messages: reusing it would make
-            // two messages indistinguishable.
-            return Err(A2aError::invalid_field(
-                "message.messageId",
-                format!("messageId `{id}` is already used by another message of this task"),
-            ));
-        }
         Ok(role)
     }
 
-    /// Whether the task's history already holds a participant's message
-    /// with this id.
-    fn accepted_before(&self, message: &Message) -> bool {
-        self.message_ids.get(&message.message_id) == Some(&message.role)
+    /// Whether the task's history already holds a message with this id, and
+    /// whose. The service looked in the store before sending it here; only
+    /// if the task changed since does the actor look again (a resend that
+    /// raced its original, or one queued behind it). The store has the
+    /// whole history: the actor commits each step before taking the next
+    /// command, so it has nothing unstored when it looks.
+    async fn known(&self, submission: &Submission) -> Result<Known, A2aError> {
+        if submission.checked_at == Some(self.record.changes) {
+            return Ok(Known::New);
+        }
+        let message = &submission.message;
+        let stored = self
+            .env
+            .store
+            .message(self.record.id.clone(), message.message_id.clone())
+            .await
+            .map_err(A2aError::from)?;
+        let Some(document) = stored else {
+            return Ok(Known::New);
+        };
+        let role = serde_json::from_str::<Message>(&document)
+            .map_err(|error| {
+                A2aError::Internal(format!("a stored message is unreadable: {error}"))
+            })?
+            .role;
+        Ok(if role == message.role {
+            Known::Resent
+        } else {
+            Known::Taken
+        })
+    }
+
+    /// The task as its actor answers with it (see [`Rendered`]).
+    fn render(&self, history_length: Option<i32>) -> Rendered {
+        Rendered {
+            task: self.record.to_task(history_length),
+            history_len: self.record.history_len,
+        }
     }
 
     /// Answer a message the task accepted before without applying it again:
@@ -293,25 +336,19 @@ impl TaskActor {
             let _ = reply.send(Err(error));
             return;
         }
-        let latest = self
-            .record
-            .history
-            .iter()
-            .rev()
-            .find(|message| message.role == submission.message.role);
         let running = self.job.is_some()
-            && latest.is_some_and(|m| m.message_id == submission.message.message_id);
+            && self.turn_message.as_deref() == Some(submission.message.message_id.as_str());
         let history_length = submission.history_length;
         let (done, waiter) = oneshot::channel();
         if running {
             self.waiters.push((history_length, done));
         } else {
-            let _ = done.send(Ok(self.record.to_task(history_length)));
+            let _ = done.send(Ok(self.render(history_length)));
         }
         let _ = reply.send(Ok(Admitted {
-            task: self.record.to_task(history_length),
+            task: self.render(history_length),
             seq: self.record.seq,
-            events: self.events.subscribe(),
+            events: submission.stream.then(|| self.events.subscribe()),
             done: waiter,
             finished: !running,
         }));
@@ -319,16 +356,14 @@ impl TaskActor {
 
     /// Accept a message: record it, commit, tell the sender, start the turn.
     async fn begin(&mut self, pending: Pending, role: Role) {
-        if self.accepted_before(&pending.submission.message) {
-            // A resend queued behind its original.
-            return self.resend(pending);
-        }
         let Pending { submission, reply } = pending;
         let Submission {
             sender,
             mut message,
             class,
             history_length,
+            stream,
+            ..
         } = submission;
         let text = classify::command_text(&message)
             .map(str::to_owned)
@@ -374,7 +409,8 @@ impl TaskActor {
             }
             self.apply(Change::ApprovalDecided);
         }
-        let events = self.events.subscribe();
+        let events = stream.then(|| self.events.subscribe());
+        self.turn_message = Some(message.message_id.clone());
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
         if approval.is_some() {
@@ -398,7 +434,7 @@ impl TaskActor {
             self.apply(Change::TurnStarted(Turn::first(work)));
         }
         // What the sender sees accepted: the task as its turn starts.
-        let (seq, task) = (self.record.seq, self.record.to_task(history_length));
+        let (seq, task) = (self.record.seq, self.render(history_length));
         if let Class::Participants(grants) = &class {
             let text = participants::confirmation(grants);
             self.apply(Change::Participants(grants.clone()));
@@ -437,9 +473,21 @@ impl TaskActor {
             let Some(pending) = self.queue.pop_front() else {
                 break;
             };
-            if self.accepted_before(&pending.submission.message) {
-                self.resend(pending);
-                continue;
+            match self.known(&pending.submission).await {
+                Ok(Known::New) => {}
+                Ok(Known::Resent) => {
+                    // A resend queued behind its original.
+                    self.resend(pending);
+                    continue;
+                }
+                Ok(Known::Taken) => {
+                    let _ = pending.reply.send(Err(taken(&pending.submission.message)));
+                    continue;
+                }
+                Err(error) => {
+                    let _ = pending.reply.send(Err(error));
+                    continue;
+                }
             }
             match self.admit(&pending.submission) {
                 Ok(role) => self.begin(pending, role).await,
@@ -497,11 +545,22 @@ impl TaskActor {
             system,
             max_tool_rounds: settings.agent.max_tool_rounds,
             task: self.view(),
-            transcript: transcript::transcript(&self.record.history, budget),
+            transcript: transcript::Transcript::default(),
             tools,
             approval,
         };
-        self.job = Some(Job::spawn(|link| turn.run(link)));
+        // The actor holds no history: the turn reads what fits its model's
+        // window from the store (everything before it is committed).
+        let store = Arc::clone(&self.env.store);
+        let task_id = self.record.id.clone();
+        self.job = Some(Job::spawn(move |link| async move {
+            match transcript::read(store.as_ref(), &task_id, budget).await {
+                Ok(transcript) => AgentTurn { transcript, ..turn }.run(link).await,
+                Err(error) => TurnOutput::untraced(TurnEnd::Failed(format!(
+                    "the conversation could not be read from the store: {error}"
+                ))),
+            }
+        }));
     }
 
     fn start_completion(&mut self, requested_by: Participant, task: TaskView) {
@@ -583,7 +642,7 @@ impl TaskActor {
             },
             metadata: transcript::stream_metadata(transcript::TEXT_DELTA),
         });
-        let _ = self.events.send(Sequenced::live(self.record.seq, event));
+        self.events.send(Sequenced::live(self.record.seq, event));
     }
 
     /// Journal tool activity of the running turn: it joins the history (the
@@ -857,7 +916,7 @@ impl TaskActor {
     fn waiting_sub_state(&self) -> SubState {
         if !self.record.pending_approval.is_empty() {
             SubState::AwaitingApproval
-        } else if transcript::awaits_answer(&self.record.history) {
+        } else if self.record.awaits_answer {
             SubState::AwaitingAnswer
         } else {
             SubState::AwaitingNextMessage
@@ -964,7 +1023,7 @@ impl TaskActor {
 
     // --- Cancellation --------------------------------------------------------------------
 
-    async fn cancel(&mut self, by: Canceller) -> Result<Task, A2aError> {
+    async fn cancel(&mut self, by: Canceller) -> Result<Rendered, A2aError> {
         let admins = &self.env.settings.admins;
         let text = match &by {
             Canceller::Participant(sender) => access::admit_cancel(&self.record, admins, sender)
@@ -983,7 +1042,7 @@ impl TaskActor {
         self.settle().await?;
         // Queued messages are refused now that the task is terminal.
         self.pump().await;
-        Ok(self.record.to_task(None))
+        Ok(self.render(None))
     }
 
     /// Cancel every open sub-task (and, through them, theirs) and record how
@@ -1002,7 +1061,7 @@ impl TaskActor {
                 .await;
             // A sub-task that finished meanwhile is not cancelable; its own
             // report says how it ended.
-            if let Ok(task) = canceled {
+            if let Ok(Rendered { task, .. }) = canceled {
                 let state = task.status.state.as_str().to_owned();
                 self.apply(Change::Subtask(SubtaskView { state, ..subtask }));
             }
@@ -1090,17 +1149,6 @@ impl TaskActor {
     /// The one way this actor changes its task: on its record, noted in the
     /// journal until [`TaskActor::settle`] commits it.
     fn apply(&mut self, change: Change) {
-        let joins_history = match &change {
-            Change::Received(message) => Some(message),
-            Change::Status(status) if status.in_history => status.message.as_ref(),
-            _ => None,
-        };
-        if let Some(message) = joins_history
-            && !self.record.is_terminal()
-        {
-            self.message_ids
-                .insert(message.message_id.clone(), message.role);
-        }
         if let Err(error) = self
             .journal
             .apply(&mut self.record, change, Timestamp::now())
@@ -1131,9 +1179,18 @@ impl TaskActor {
     async fn settle(&mut self) -> Result<(), A2aError> {
         self.commit().await?;
         if std::mem::take(&mut self.turn_ended) {
-            for (history_length, waiter) in self.waiters.drain(..) {
-                let _ = waiter.send(Ok(self.record.to_task(history_length)));
+            for (history_length, waiter) in std::mem::take(&mut self.waiters) {
+                let _ = waiter.send(Ok(self.render(history_length)));
             }
+            // Everything is stored and everyone answered: between turns the
+            // actor keeps only counts, so an idle conversation costs the same
+            // at any length, and no unwatched channel stays allocated.
+            // (A one-shot task concluding still needs its reply.)
+            if self.job.is_none() && !self.record.is_active() {
+                self.record.forget_history();
+                self.turn_message = None;
+            }
+            self.events.release_if_unwatched();
         }
         Ok(())
     }
@@ -1197,7 +1254,7 @@ impl TaskActor {
         for event in published.events {
             self.env.push.post(&self.record.id, event.seq, &event.event);
             // No subscribers is fine.
-            let _ = self.events.send(event);
+            self.events.send(event);
         }
         self.post_notes();
         if let Some(directory) = self.directory.upgrade() {
@@ -1274,7 +1331,7 @@ impl TaskActor {
             let _ = waiter.send(Err(error.clone()));
         }
         while let Ok(command) = self.inbox.try_recv() {
-            match command {
+            match *command {
                 Command::Submit { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
                 }
@@ -1285,6 +1342,16 @@ impl TaskActor {
             }
         }
     }
+}
+
+/// A participant reused the id of another message of the task (one of the
+/// agent's): two messages would be indistinguishable.
+fn taken(message: &Message) -> A2aError {
+    let id = &message.message_id;
+    A2aError::invalid_field(
+        "message.messageId",
+        format!("messageId `{id}` is already used by another message of this task"),
+    )
 }
 
 /// Where the agent message that ends a turn records what ran.
