@@ -195,7 +195,8 @@ impl TaskService {
     /// Look after the store while the service lives: every minute, start the
     /// tasks a turn is due in that have no actor (their actor stopped on a
     /// refused write, and the store takes writes again), so no task stays
-    /// `WORKING` for good; every hour, delete terminal tasks past retention.
+    /// `WORKING` for good, and give the memory of retired actors back to the
+    /// OS; every hour, delete terminal tasks past retention.
     pub fn spawn_maintenance(&self) {
         let inner: Weak<Inner> = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
@@ -213,6 +214,7 @@ impl TaskService {
                 {
                     tracing::warn!(%error, "the resume sweep failed");
                 }
+                give_back_freed_memory();
                 if let Some(retain) = service.inner.retain_terminal
                     && sweep % RETENTION_EVERY == 0
                 {
@@ -867,4 +869,19 @@ fn finished(record: &TaskRecord) -> A2aError {
         record.id,
         record.state()
     ))
+}
+
+/// Hand the heap's free pages back to the OS. glibc keeps what freed
+/// actors used (many small allocations across its arenas) as resident
+/// memory until the process ends: after 50,000 conversations went idle the
+/// server stayed at its peak. Trimming once a minute brings resident memory
+/// back to what is live.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: `malloc_trim` only releases free memory of the allocator; it
+    // touches no memory in use and takes the allocator's own locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
