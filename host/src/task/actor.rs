@@ -93,7 +93,7 @@ pub(crate) fn spawn(
     let generation = directory.register(&record.id, inbox_sender, Arc::clone(&events));
     let actor = TaskActor {
         notifier: Notifier::new(env.registries.clone(), record.id.clone()),
-        turn_message: None,
+        turn_message: running_turn_message(&record),
         record,
         journal,
         env,
@@ -1342,6 +1342,21 @@ impl TaskActor {
             }
         }
     }
+}
+
+/// The message whose turn a task read back from the store is running (a
+/// restart interrupted it): the newest participant's message it holds, so
+/// a resend of it waits for the retried turn's end.
+fn running_turn_message(record: &TaskRecord) -> Option<String> {
+    if !record.is_active() {
+        return None;
+    }
+    record
+        .history
+        .iter()
+        .rev()
+        .find(|message| message.role == crate::a2a::types::Role::User)
+        .map(|message| message.message_id.clone())
 }
 
 /// A participant reused the id of another message of the task (one of the
