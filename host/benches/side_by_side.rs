@@ -141,6 +141,8 @@ impl Options {
 
 fn main() -> anyhow::Result<()> {
     let options = Options::from_args()?;
+    // reqwest is built without a default TLS provider (as in the harness).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let pinned = pin_self_to_cpu(1);
     let scratch = tempfile::Builder::new()
         .prefix("tiny-harness-bench")
@@ -1174,7 +1176,11 @@ async fn first_sse_event(client: &Client, server: &Endpoint, n: usize) -> anyhow
     let mut first = None;
     while let Some(chunk) = response.chunk().await? {
         buffer.extend_from_slice(&chunk);
-        if first.is_none() && buffer.windows(2).any(|w| w == b"\n\n") {
+        // An event ends at a blank line (the SDK's server frames with CRLF).
+        if first.is_none()
+            && (buffer.windows(2).any(|w| w == b"\n\n")
+                || buffer.windows(4).any(|w| w == b"\r\n\r\n"))
+        {
             first = Some(sent.elapsed().as_secs_f64() * 1e3);
         }
     }
@@ -1184,7 +1190,8 @@ async fn first_sse_event(client: &Client, server: &Endpoint, n: usize) -> anyhow
 /// The delay of every token of stamped answers, from the fake provider's
 /// send to this client reading it off the SSE stream.
 async fn token_delays(client: &Client, scratch: &Path) -> anyhow::Result<TokenDelay> {
-    let fake = FakeProvider::start(|_| Answer::openai_stamped(STAMPED_TOKENS, STAMP_INTERVAL)).await;
+    let fake =
+        FakeProvider::start(|_| Answer::openai_stamped(STAMPED_TOKENS, STAMP_INTERVAL)).await;
     let config = format!(
         "[models]\ndefault = \"fake\"\n\n[models.fake]\nprovider = \"openai\"\n\
          base_url = \"{}/v1\"\nmodel = \"fake\"\napi_key = \"fake-key\"\n",
