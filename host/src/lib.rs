@@ -42,3 +42,6 @@ pub mod server;
 pub mod store;
 pub mod task;
 pub mod tools;
+
+#[cfg(test)]
+mod fuzz;

@@ -44,8 +44,9 @@ struct Row {
     head: String,
     log: Vec<LogEntry>,
     messages: Vec<StoredMessage>,
-    /// The ids in `messages`, for deduplication without a scan.
-    message_ids: HashSet<String>,
+    /// The ids in `messages` and where each is, for deduplication and
+    /// lookups without a scan.
+    message_ids: HashMap<String, usize>,
     artifacts: Vec<StoredArtifact>,
     participants: Vec<String>,
 }
@@ -149,7 +150,7 @@ impl TaskStore for MemoryStore {
             } => tables
                 .tasks
                 .get(&task_id)
-                .filter(|row| row.message_ids.contains(&message_id))
+                .filter(|row| row.message_ids.contains_key(&message_id))
                 .map(|_| task_id),
             MessageLookup::Started {
                 created_by,
@@ -159,6 +160,15 @@ impl TaskStore for MemoryStore {
                 .get(&(created_by, message_id))
                 .cloned(),
         };
+        ready(Ok(found))
+    }
+
+    fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
+        let tables = self.tables();
+        let found = tables.tasks.get(&task_id).and_then(|row| {
+            let at = *row.message_ids.get(&message_id)?;
+            Some(row.messages.get(at)?.document.clone())
+        });
         ready(Ok(found))
     }
 
@@ -281,7 +291,9 @@ impl Tables {
             let batch = added.entry(id).or_default();
             for message in &write.messages {
                 let message_id = message.message_id.as_str();
-                if stored.is_some_and(|ids| ids.contains(message_id)) || !batch.insert(message_id) {
+                if stored.is_some_and(|ids| ids.contains_key(message_id))
+                    || !batch.insert(message_id)
+                {
                     return Err(conflict(format!(
                         "message {} is already in task {id}",
                         message.message_id
@@ -321,7 +333,7 @@ impl Tables {
                 head: String::new(),
                 log: Vec::new(),
                 messages: Vec::new(),
-                message_ids: HashSet::new(),
+                message_ids: HashMap::new(),
                 artifacts: Vec::new(),
                 participants: Vec::new(),
             }),
@@ -341,9 +353,11 @@ impl Tables {
         row.write_rev = revision;
         row.head = head.document;
         row.log.extend(write.entries);
-        row.message_ids
-            .extend(write.messages.iter().map(|m| m.message_id.clone()));
-        row.messages.extend(write.messages);
+        for message in write.messages {
+            row.message_ids
+                .insert(message.message_id.clone(), row.messages.len());
+            row.messages.push(message);
+        }
         row.artifacts.extend(write.artifacts);
         if let Some(participants) = write.participants {
             row.participants = participants;
@@ -381,6 +395,7 @@ impl Row {
                 Vec::new()
             },
             revision: self.status_rev,
+            history_len: self.messages.len() as u64,
         }
     }
 }

@@ -109,6 +109,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task holding message `message_id`, if one does (see [`MessageLookup`]).
     fn find_message(&self, lookup: MessageLookup) -> StoreFuture<'_, Option<String>>;
 
+    /// Message `message_id` of task `task_id`'s history, if it has one.
+    fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>>;
+
     /// Tasks to bring back right after a start: those a turn was running in
     /// (or about to start in), and open parents that may have missed the end
     /// of one of their sub-tasks.
@@ -235,6 +238,9 @@ pub struct StoredTask {
     pub artifacts: Vec<String>,
     /// Its place in the order of status changes (the list cursor).
     pub revision: u64,
+    /// How many messages its whole history has (`history` may be only the
+    /// newest of them).
+    pub history_len: u64,
 }
 
 /// What [`TaskStore::list`] selects.

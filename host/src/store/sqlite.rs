@@ -250,6 +250,17 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
+        self.read(move |connection| {
+            connection
+                .prepare_cached(
+                    "SELECT document FROM messages WHERE task_id = ?1 AND message_id = ?2",
+                )?
+                .query_row([&task_id, &message_id], |row| row.get(0))
+                .optional()
+        })
+    }
+
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
         self.read(|connection| {
             // Tasks with a turn running or due, then open parents written
@@ -731,8 +742,14 @@ fn load_task(
     let Some((head, revision)) = head else {
         return Ok(None);
     };
+    // The newest position, from the primary key: no count over a long
+    // history.
+    let history_len: Option<i64> = connection
+        .prepare_cached("SELECT MAX(position) + 1 FROM messages WHERE task_id = ?1")?
+        .query_row([id], |row| row.get(0))?;
     Ok(Some(StoredTask {
         head,
+        history_len: history_len.map_or(0, uint),
         history: load_history(connection, id, history)?,
         artifacts: if artifacts {
             load_artifacts(connection, id)?

@@ -35,7 +35,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::access;
 use super::agent::AgentTurn;
@@ -44,8 +44,8 @@ use super::completion::{self, Verdict};
 use super::directory::Directory;
 use super::effects;
 use super::env::Env;
-use super::events::{self, Sequenced};
-use super::inbox::{Admitted, Canceller, Command, Reply, Submission, TurnReply, stopped};
+use super::events::{Broadcaster, Sequenced};
+use super::inbox::{Admitted, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped};
 use super::job::{Answer, Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
 use super::notify::{Notification, Notifier};
@@ -61,8 +61,7 @@ use super::transcript::{self, HarnessMark};
 use super::turn;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
-    Message, Role as MessageRole, StreamResponse, Task, TaskState, TaskStatus,
-    TaskStatusUpdateEvent, Timestamp,
+    Message, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{
@@ -93,16 +92,11 @@ pub(crate) fn spawn(
         Start::Delegated | Start::Recovered => Journal::stored(&record),
     };
     let (inbox_sender, inbox) = mpsc::unbounded_channel();
-    let (events, _) = broadcast::channel(events::BUFFER);
-    let generation = directory.register(&record.id, inbox_sender, events.clone());
-    let message_ids = record
-        .history
-        .iter()
-        .map(|message| (message.message_id.clone(), message.role))
-        .collect();
+    let events = Arc::new(Broadcaster::default());
+    let generation = directory.register(&record.id, inbox_sender, Arc::clone(&events));
     let actor = TaskActor {
         notifier: Notifier::new(env.registries.clone(), record.id.clone()),
-        message_ids,
+        turn_message: running_turn_message(&record),
         record,
         journal,
         env,
@@ -120,7 +114,9 @@ pub(crate) fn spawn(
         direct_reply: None,
         broken: None,
     };
-    tokio::spawn(actor.run(start));
+    // Boxed: the future is what a live task costs, and an idle one should
+    // not carry the size of its largest step.
+    tokio::spawn(Box::pin(actor.run(start)));
     Ok(())
 }
 
@@ -133,19 +129,30 @@ struct Pending {
 /// A caller waiting for the turn to end, and how much history it wants.
 type Waiter = (Option<i32>, oneshot::Sender<Result<TurnReply, A2aError>>);
 
+/// What the task knows of a message's id.
+enum Known {
+    /// A new id.
+    New,
+    /// A participant's message the task accepted before.
+    Resent,
+    /// The id of another message of the task (one of the agent's).
+    Taken,
+}
+
 struct TaskActor {
     /// The task as this actor has changed it; the store has it as of the
-    /// last commit, and `journal` holds the rest.
+    /// last commit, and `journal` holds the rest. Of the history it holds
+    /// the running turn's messages at most (see `settle`).
     record: TaskRecord,
     journal: Journal,
-    /// The ids of the messages in the history, and who sent each: resends
-    /// are found without a scan of a long history.
-    message_ids: HashMap<String, MessageRole>,
+    /// The id of the message whose turn is running: a resend of it waits
+    /// for the turn's end.
+    turn_message: Option<String>,
     env: Arc<Env>,
     directory: Weak<Directory>,
     generation: u64,
-    inbox: mpsc::UnboundedReceiver<Command>,
-    events: broadcast::Sender<Sequenced>,
+    inbox: mpsc::UnboundedReceiver<Box<Command>>,
+    events: Arc<Broadcaster>,
     notifier: Notifier,
     /// The running turn, if any.
     job: Option<Job>,
@@ -186,11 +193,13 @@ impl TaskActor {
             tokio::select! {
                 // Controls and cancellations first: they may cut the turn.
                 biased;
+                // Boxed steps: the actor's own future stays small while it
+                // waits, which is most of its life.
                 command = self.inbox.recv() => match command {
-                    Some(command) => self.handle(command).await,
+                    Some(command) => Box::pin(self.handle(*command)).await,
                     None => return,
                 },
-                step = next_step(&mut self.job) => self.on_step(step).await,
+                step = next_step(&mut self.job) => Box::pin(self.on_step(step)).await,
                 () = tokio::time::sleep(self.env.idle_timeout), if idle => {
                     if self.retire() {
                         return;
@@ -221,8 +230,17 @@ impl TaskActor {
     // --- Messages --------------------------------------------------------------------------
 
     async fn submit(&mut self, pending: Pending) {
-        if self.accepted_before(&pending.submission.message) {
-            return self.resend(pending);
+        match self.known(&pending.submission).await {
+            Ok(Known::New) => {}
+            Ok(Known::Resent) => return self.resend(pending),
+            Ok(Known::Taken) => {
+                let _ = pending.reply.send(Err(taken(&pending.submission.message)));
+                return;
+            }
+            Err(error) => {
+                let _ = pending.reply.send(Err(error));
+                return;
+            }
         }
         let role = match self.admit(&pending.submission) {
             Ok(role) => role,
@@ -266,7 +284,7 @@ impl TaskActor {
             )));
         }
         let limit = self.env.settings.limits.max_history_messages;
-        if self.record.history.len() >= limit {
+        if self.record.history_len >= limit {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} holds {limit} messages, the most one task may hold (`[limits] \
                  max_history_messages`); complete it and continue in a new task with the same \
@@ -274,22 +292,47 @@ impl TaskActor {
                 self.record.id
             )));
         }
-        let id = &submission.message.message_id;
-        if self.message_ids.contains_key(id) {
-            // The id of one of the agent's messages: reusing it would make
-            // two messages indistinguishable.
-            return Err(A2aError::invalid_field(
-                "message.messageId",
-                format!("messageId `{id}` is already used by another message of this task"),
-            ));
-        }
         Ok(role)
     }
 
-    /// Whether the task's history already holds a participant's message
-    /// with this id.
-    fn accepted_before(&self, message: &Message) -> bool {
-        self.message_ids.get(&message.message_id) == Some(&message.role)
+    /// Whether the task's history already holds a message with this id, and
+    /// whose. The service looked in the store before sending it here; only
+    /// if the task changed since does the actor look again (a resend that
+    /// raced its original, or one queued behind it). The store has the
+    /// whole history: the actor commits each step before taking the next
+    /// command, so it has nothing unstored when it looks.
+    async fn known(&self, submission: &Submission) -> Result<Known, A2aError> {
+        if submission.checked_at == Some(self.record.changes) {
+            return Ok(Known::New);
+        }
+        let message = &submission.message;
+        let stored = self
+            .env
+            .store
+            .message(self.record.id.clone(), message.message_id.clone())
+            .await
+            .map_err(A2aError::from)?;
+        let Some(document) = stored else {
+            return Ok(Known::New);
+        };
+        let role = serde_json::from_str::<Message>(&document)
+            .map_err(|error| {
+                A2aError::Internal(format!("a stored message is unreadable: {error}"))
+            })?
+            .role;
+        Ok(if role == message.role {
+            Known::Resent
+        } else {
+            Known::Taken
+        })
+    }
+
+    /// The task as its actor answers with it (see [`Rendered`]).
+    fn render(&self, history_length: Option<i32>) -> Rendered {
+        Rendered {
+            task: self.record.to_task(history_length),
+            history_len: self.record.history_len,
+        }
     }
 
     /// Answer a message the task accepted before without applying it again:
@@ -300,25 +343,19 @@ impl TaskActor {
             let _ = reply.send(Err(error));
             return;
         }
-        let latest = self
-            .record
-            .history
-            .iter()
-            .rev()
-            .find(|message| message.role == submission.message.role);
         let running = self.job.is_some()
-            && latest.is_some_and(|m| m.message_id == submission.message.message_id);
+            && self.turn_message.as_deref() == Some(submission.message.message_id.as_str());
         let history_length = submission.history_length;
         let (done, waiter) = oneshot::channel();
         if running {
             self.waiters.push((history_length, done));
         } else {
-            let _ = done.send(Ok(TurnReply::Task(self.record.to_task(history_length))));
+            let _ = done.send(Ok(TurnReply::Task(self.render(history_length))));
         }
         let _ = reply.send(Ok(Admitted {
-            task: self.record.to_task(history_length),
+            task: self.render(history_length),
             seq: self.record.seq,
-            events: self.events.subscribe(),
+            events: submission.stream.then(|| self.events.subscribe()),
             done: waiter,
             finished: !running,
         }));
@@ -326,16 +363,14 @@ impl TaskActor {
 
     /// Accept a message: record it, commit, tell the sender, start the turn.
     async fn begin(&mut self, pending: Pending, role: Role) {
-        if self.accepted_before(&pending.submission.message) {
-            // A resend queued behind its original.
-            return self.resend(pending);
-        }
         let Pending { submission, reply } = pending;
         let Submission {
             sender,
             mut message,
             class,
             history_length,
+            stream,
+            ..
         } = submission;
         let text = classify::command_text(&message)
             .map(str::to_owned)
@@ -381,7 +416,8 @@ impl TaskActor {
             }
             self.apply(Change::ApprovalDecided);
         }
-        let events = self.events.subscribe();
+        let events = stream.then(|| self.events.subscribe());
+        self.turn_message = Some(message.message_id.clone());
         // A message-only answer belongs to the turn that made it.
         self.direct_reply = None;
         self.apply(Change::Received(message));
@@ -407,7 +443,7 @@ impl TaskActor {
             self.apply(Change::TurnStarted(Turn::first(work)));
         }
         // What the sender sees accepted: the task as its turn starts.
-        let (seq, task) = (self.record.seq, self.record.to_task(history_length));
+        let (seq, task) = (self.record.seq, self.render(history_length));
         if let Class::Participants(grants) = &class {
             let text = participants::confirmation(grants);
             self.apply(Change::Participants(grants.clone()));
@@ -446,9 +482,21 @@ impl TaskActor {
             let Some(pending) = self.queue.pop_front() else {
                 break;
             };
-            if self.accepted_before(&pending.submission.message) {
-                self.resend(pending);
-                continue;
+            match self.known(&pending.submission).await {
+                Ok(Known::New) => {}
+                Ok(Known::Resent) => {
+                    // A resend queued behind its original.
+                    self.resend(pending);
+                    continue;
+                }
+                Ok(Known::Taken) => {
+                    let _ = pending.reply.send(Err(taken(&pending.submission.message)));
+                    continue;
+                }
+                Err(error) => {
+                    let _ = pending.reply.send(Err(error));
+                    continue;
+                }
             }
             match self.admit(&pending.submission) {
                 Ok(role) => self.begin(pending, role).await,
@@ -500,13 +548,7 @@ impl TaskActor {
         });
         let message_id = match self.record.lifecycle {
             Lifecycle::Delegated { .. } => None,
-            Lifecycle::Conversation | Lifecycle::Task => self
-                .record
-                .history
-                .iter()
-                .rev()
-                .find(|message| message.role == MessageRole::User)
-                .map(|message| message.message_id.clone()),
+            Lifecycle::Conversation | Lifecycle::Task => self.turn_message.clone(),
         };
         let turn = AgentTurn {
             registry,
@@ -517,11 +559,22 @@ impl TaskActor {
             system,
             max_tool_rounds: settings.agent.max_tool_rounds,
             task: self.view(),
-            transcript: transcript::transcript(&self.record.history, budget),
+            transcript: transcript::Transcript::default(),
             tools,
             approval,
         };
-        self.job = Some(Job::spawn(|link| turn.run(link)));
+        // The actor holds no history: the turn reads what fits its model's
+        // window from the store (everything before it is committed).
+        let store = Arc::clone(&self.env.store);
+        let task_id = self.record.id.clone();
+        self.job = Some(Job::spawn(move |link| async move {
+            match transcript::read(store.as_ref(), &task_id, budget).await {
+                Ok(transcript) => AgentTurn { transcript, ..turn }.run(link).await,
+                Err(error) => TurnOutput::untraced(TurnEnd::Failed(format!(
+                    "the conversation could not be read from the store: {error}"
+                ))),
+            }
+        }));
     }
 
     fn start_completion(&mut self, requested_by: Participant, task: TaskView) {
@@ -603,7 +656,7 @@ impl TaskActor {
             },
             metadata: transcript::stream_metadata(transcript::TEXT_DELTA),
         });
-        let _ = self.events.send(Sequenced::live(self.record.seq, event));
+        self.events.send(Sequenced::live(self.record.seq, event));
     }
 
     /// Journal tool activity of the running turn: it joins the history (the
@@ -959,7 +1012,7 @@ impl TaskActor {
     fn waiting_sub_state(&self) -> SubState {
         if !self.record.pending_approval.is_empty() {
             SubState::AwaitingApproval
-        } else if transcript::awaits_answer(&self.record.history) {
+        } else if self.record.awaits_answer {
             SubState::AwaitingAnswer
         } else {
             SubState::AwaitingNextMessage
@@ -1066,7 +1119,7 @@ impl TaskActor {
 
     // --- Cancellation --------------------------------------------------------------------
 
-    async fn cancel(&mut self, by: Canceller) -> Result<Task, A2aError> {
+    async fn cancel(&mut self, by: Canceller) -> Result<Rendered, A2aError> {
         let admins = &self.env.settings.admins;
         let text = match &by {
             Canceller::Participant(sender) => access::admit_cancel(&self.record, admins, sender)
@@ -1085,7 +1138,7 @@ impl TaskActor {
         self.settle().await?;
         // Queued messages are refused now that the task is terminal.
         self.pump().await;
-        Ok(self.record.to_task(None))
+        Ok(self.render(None))
     }
 
     /// Cancel every open sub-task (and, through them, theirs) and record how
@@ -1104,7 +1157,7 @@ impl TaskActor {
                 .await;
             // A sub-task that finished meanwhile is not cancelable; its own
             // report says how it ended.
-            if let Ok(task) = canceled {
+            if let Ok(Rendered { task, .. }) = canceled {
                 let state = task.status.state.as_str().to_owned();
                 self.apply(Change::Subtask(SubtaskView { state, ..subtask }));
             }
@@ -1192,17 +1245,6 @@ impl TaskActor {
     /// The one way this actor changes its task: on its record, noted in the
     /// journal until [`TaskActor::settle`] commits it.
     fn apply(&mut self, change: Change) {
-        let joins_history = match &change {
-            Change::Received(message) => Some(message),
-            Change::Status(status) if status.in_history => status.message.as_ref(),
-            _ => None,
-        };
-        if let Some(message) = joins_history
-            && !self.record.is_terminal()
-        {
-            self.message_ids
-                .insert(message.message_id.clone(), message.role);
-        }
         if let Err(error) = self
             .journal
             .apply(&mut self.record, change, Timestamp::now())
@@ -1234,13 +1276,22 @@ impl TaskActor {
         self.commit().await?;
         if std::mem::take(&mut self.turn_ended) {
             let direct = self.direct_reply.take();
-            for (history_length, waiter) in self.waiters.drain(..) {
+            for (history_length, waiter) in std::mem::take(&mut self.waiters) {
                 let reply = match &direct {
                     Some(message) => TurnReply::Message(message.clone()),
-                    None => TurnReply::Task(self.record.to_task(history_length)),
+                    None => TurnReply::Task(self.render(history_length)),
                 };
                 let _ = waiter.send(Ok(reply));
             }
+            // Everything is stored and everyone answered: between turns the
+            // actor keeps only counts, so an idle conversation costs the same
+            // at any length, and no unwatched channel stays allocated.
+            // (A one-shot task concluding still needs its reply.)
+            if self.job.is_none() && !self.record.is_active() {
+                self.record.forget_history();
+                self.turn_message = None;
+            }
+            self.events.release_if_unwatched();
         }
         Ok(())
     }
@@ -1304,7 +1355,7 @@ impl TaskActor {
         for event in published.events {
             self.env.push.post(&self.record.id, event.seq, &event.event);
             // No subscribers is fine.
-            let _ = self.events.send(event);
+            self.events.send(event);
         }
         self.post_notes();
         if let Some(directory) = self.directory.upgrade() {
@@ -1381,7 +1432,7 @@ impl TaskActor {
             let _ = waiter.send(Err(error.clone()));
         }
         while let Ok(command) = self.inbox.try_recv() {
-            match command {
+            match *command {
                 Command::Submit { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
                 }
@@ -1392,6 +1443,31 @@ impl TaskActor {
             }
         }
     }
+}
+
+/// The message whose turn a task read back from the store is running (a
+/// restart interrupted it): the newest participant's message it holds, so
+/// a resend of it waits for the retried turn's end.
+fn running_turn_message(record: &TaskRecord) -> Option<String> {
+    if !record.is_active() {
+        return None;
+    }
+    record
+        .history
+        .iter()
+        .rev()
+        .find(|message| message.role == crate::a2a::types::Role::User)
+        .map(|message| message.message_id.clone())
+}
+
+/// A participant reused the id of another message of the task (one of the
+/// agent's): two messages would be indistinguishable.
+fn taken(message: &Message) -> A2aError {
+    let id = &message.message_id;
+    A2aError::invalid_field(
+        "message.messageId",
+        format!("messageId `{id}` is already used by another message of this task"),
+    )
 }
 
 /// Where the agent message that ends a turn records what ran.

@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::access;
 use super::env::Env;
-use super::events::Sequenced;
+use super::events::{Broadcaster, Sequenced};
 use super::inbox::{Command, Reply, stopped};
 use super::state::TaskRecord;
 use crate::a2a::error::A2aError;
@@ -35,21 +35,35 @@ pub(crate) type Starter = fn(&Arc<Directory>, TaskRecord) -> Result<(), A2aError
 /// retired, or failed a write).
 const ATTEMPTS: usize = 3;
 
+/// How many of its newest messages an actor started from the store reads:
+/// enough to find where its latest turn started and whether the model's
+/// question is open (the whole history only when these do not show it).
+const ACTOR_HISTORY: usize = 32;
+
+/// Loads of different tasks run at once; two loads of one task never do.
+/// Tasks share a lock only when their ids hash alike.
+const LOAD_STRIPES: usize = 64;
+
+/// What an actor's inbox carries: boxed, so the channel's preallocated
+/// block is small (32 slots of a pointer, not of a whole message).
+pub(crate) type Inbox = mpsc::UnboundedSender<Box<Command>>;
+
 /// The running actors by task id.
 pub(crate) struct Directory {
     env: Arc<Env>,
     start: Starter,
     running: Mutex<HashMap<String, Running>>,
-    /// Held while a task is read from the store and its actor started, so a
-    /// task is never started twice.
-    loading: tokio::sync::Mutex<()>,
+    /// One is held while a task is read from the store and its actor
+    /// started, so a task is never started twice; other tasks load at the
+    /// same time (a store read is never behind a global lock).
+    loading: [tokio::sync::Mutex<()>; LOAD_STRIPES],
     generations: AtomicU64,
 }
 
 /// One running actor's channels.
 struct Running {
-    inbox: mpsc::UnboundedSender<Command>,
-    events: broadcast::Sender<Sequenced>,
+    inbox: Inbox,
+    events: Arc<Broadcaster>,
     /// Tells this actor apart from an earlier or later one of the same task.
     generation: u64,
 }
@@ -60,7 +74,7 @@ impl Directory {
             env,
             start,
             running: Mutex::default(),
-            loading: tokio::sync::Mutex::default(),
+            loading: std::array::from_fn(|_| tokio::sync::Mutex::default()),
             generations: AtomicU64::default(),
         }
     }
@@ -71,12 +85,7 @@ impl Directory {
     }
 
     /// Record a newly started actor; returns its generation.
-    pub(crate) fn register(
-        &self,
-        id: &str,
-        inbox: mpsc::UnboundedSender<Command>,
-        events: broadcast::Sender<Sequenced>,
-    ) -> u64 {
+    pub(crate) fn register(&self, id: &str, inbox: Inbox, events: Arc<Broadcaster>) -> u64 {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         let running = Running {
             inbox,
@@ -88,13 +97,10 @@ impl Directory {
     }
 
     /// Hand `command` to task `id`'s actor; gives it back if none runs.
-    fn send(&self, id: &str, command: Command) -> Result<(), Box<Command>> {
+    fn send(&self, id: &str, command: Box<Command>) -> Result<(), Box<Command>> {
         match self.lock().get(id) {
-            Some(running) => running
-                .inbox
-                .send(command)
-                .map_err(|failed| Box::new(failed.0)),
-            None => Err(Box::new(command)),
+            Some(running) => running.inbox.send(command).map_err(|failed| failed.0),
+            None => Err(command),
         }
     }
 
@@ -111,7 +117,7 @@ impl Directory {
         &self,
         id: &str,
         generation: u64,
-        inbox: &mpsc::UnboundedReceiver<Command>,
+        inbox: &mpsc::UnboundedReceiver<Box<Command>>,
     ) -> bool {
         let mut running = self.lock();
         let idle = running.get(id).is_some_and(|entry| {
@@ -153,31 +159,50 @@ impl Directory {
         if self.contains(id) {
             return Ok(());
         }
-        let _loading = self.loading.lock().await;
+        let _loading = self.load_lock(id).lock().await;
         if self.contains(id) {
             return Ok(());
         }
+        let mut record = self.read(id, Some(ACTOR_HISTORY)).await?;
+        if !record.knows_its_turn() {
+            record = self.read(id, None).await?;
+        }
+        // Everything read is stored: a parked task's actor holds none of it
+        // (one a restart interrupted keeps it for the turn it resumes).
+        if !record.is_active() {
+            record.forget_history();
+        }
+        (self.start)(self, record)
+    }
+
+    async fn read(&self, id: &str, history: Option<usize>) -> Result<TaskRecord, A2aError> {
         let stored = self
             .env
             .store
-            .load(id.to_owned(), None)
+            .load(id.to_owned(), history)
             .await
             .map_err(A2aError::from)?
             .ok_or_else(|| access::not_found(id))?;
-        let record = TaskRecord::from_stored(&stored).map_err(A2aError::Internal)?;
-        (self.start)(self, record)
+        TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
+    }
+
+    fn load_lock(&self, id: &str) -> &tokio::sync::Mutex<()> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(id);
+        &self.loading[(hash % LOAD_STRIPES as u64) as usize]
     }
 
     /// Hand `command` to task `id`, starting its actor if needed.
     pub(crate) async fn deliver(
         self: &Arc<Self>,
         id: &str,
-        mut command: Command,
+        command: Command,
     ) -> Result<(), A2aError> {
+        let mut command = Box::new(command);
         for _ in 0..ATTEMPTS {
             match self.send(id, command) {
                 Ok(()) => return Ok(()),
-                Err(returned) => command = *returned,
+                Err(returned) => command = returned,
             }
             self.ensure(id).await?;
         }

@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, ready};
 
 use futures_core::Stream;
@@ -25,12 +25,60 @@ use crate::a2a::types::{StreamResponse, Task};
 /// store.
 pub(crate) const BUFFER: usize = 256;
 
+/// A task's broadcast channel, made when the first subscriber comes and let
+/// go once nobody listens: most tasks are never watched (a blocking
+/// `SendMessage` needs no stream), and the channel preallocates [`BUFFER`]
+/// slots, about 12 KB, which would make every live conversation that much
+/// larger (`cargo bench --bench parked`).
+#[derive(Default)]
+pub(crate) struct Broadcaster {
+    sender: Mutex<Option<broadcast::Sender<Sequenced>>>,
+}
+
+impl Broadcaster {
+    /// A receiver of the events sent from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Sequenced> {
+        self.lock()
+            .get_or_insert_with(|| broadcast::channel(BUFFER).0)
+            .subscribe()
+    }
+
+    /// Send `event` to whoever listens (nobody is fine).
+    pub(crate) fn send(&self, event: Sequenced) {
+        if let Some(sender) = self.lock().as_ref() {
+            let _ = sender.send(event);
+        }
+    }
+
+    pub(crate) fn receiver_count(&self) -> usize {
+        self.lock()
+            .as_ref()
+            .map_or(0, broadcast::Sender::receiver_count)
+    }
+
+    /// Free the channel if nobody listens any more.
+    pub(crate) fn release_if_unwatched(&self) {
+        let mut sender = self.lock();
+        if sender
+            .as_ref()
+            .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            *sender = None;
+        }
+    }
+
+    // Plain reads and writes of an `Option`: nothing can panic halfway.
+    fn lock(&self) -> MutexGuard<'_, Option<broadcast::Sender<Sequenced>>> {
+        self.sender.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// An event and its place in its task's sequence.
 ///
 /// Shared, not copied: every subscriber gets the same event, and the
-/// broadcast channel preallocates [`BUFFER`] slots per running task, so a
-/// slot the size of a pointer keeps an actor small (an inline event made
-/// each running actor ~110 KB; `cargo bench --bench parked`).
+/// broadcast channel preallocates [`BUFFER`] slots per watched task, so a
+/// slot the size of a pointer keeps it small (an inline event made each
+/// channel ~110 KB; `cargo bench --bench parked`).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Sequenced {
     pub(crate) seq: u64,

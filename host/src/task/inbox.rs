@@ -16,15 +16,31 @@ pub(crate) struct Submission {
     /// How much history the sender wants back (A2A `historyLength`): the
     /// task is rendered with only that, not copied whole and trimmed.
     pub(crate) history_length: Option<i32>,
+    /// The task's change count when the service looked for this message's
+    /// id in the store and did not find it: unchanged since, the actor need
+    /// not look again. `None`: the actor looks.
+    pub(crate) checked_at: Option<u64>,
+    /// Whether the sender streams the turn (and so needs its events).
+    pub(crate) stream: bool,
+}
+
+/// A task as its actor answers with it: with at most the running turn's
+/// messages as history (the actor holds no more between turns); the
+/// service reads more from the store when the sender asked for more.
+pub(crate) struct Rendered {
+    pub(crate) task: Task,
+    /// Messages the whole history has.
+    pub(crate) history_len: usize,
 }
 
 /// A message the task accepted (or had accepted before): the task right
 /// after acceptance (at `seq`), a subscription to its events taken before,
 /// and the task as it is when the turn ends.
 pub(crate) struct Admitted {
-    pub(crate) task: Task,
+    pub(crate) task: Rendered,
     pub(crate) seq: u64,
-    pub(crate) events: broadcast::Receiver<Sequenced>,
+    /// Taken only for a sender that streams.
+    pub(crate) events: Option<broadcast::Receiver<Sequenced>>,
     pub(crate) done: oneshot::Receiver<Result<TurnReply, A2aError>>,
     /// The message was accepted before and its turn is over: `task` is
     /// already the answer.
@@ -33,9 +49,8 @@ pub(crate) struct Admitted {
 
 /// What a blocking sender gets when its turn ends: the task, or the agent's
 /// message alone when the answer asked for a message-only reply.
-#[derive(Debug)]
 pub(crate) enum TurnReply {
-    Task(Task),
+    Task(Rendered),
     Message(Message),
 }
 
@@ -49,7 +64,7 @@ pub(crate) enum Command {
     },
     Cancel {
         by: Canceller,
-        reply: Reply<Task>,
+        reply: Reply<Rendered>,
     },
     Report(Report),
 }

@@ -23,7 +23,8 @@ pub(crate) struct Journal {
     transitions: Vec<(TaskState, TaskState)>,
     status_changed: bool,
     participants_changed: bool,
-    /// How much of the history and artifacts the store already has.
+    /// How much of the history (messages, counted from the first) and of
+    /// the artifacts the store already has.
     history_stored: usize,
     artifacts_stored: usize,
 }
@@ -73,7 +74,7 @@ impl Journal {
             transitions: Vec::new(),
             status_changed: false,
             participants_changed: false,
-            history_stored: record.history.len(),
+            history_stored: record.history_len,
             artifacts_stored: record.artifacts.len(),
         }
     }
@@ -126,9 +127,16 @@ impl Journal {
 
     /// The store write for everything noted since the last commit.
     pub(crate) fn write(&self, record: &TaskRecord) -> Result<TaskWrite, A2aError> {
-        let messages = record.history[self.history_stored.min(record.history.len())..]
+        // The record holds the newest messages; those from `history_stored`
+        // on are new.
+        let held_from = record.history_len - record.history.len();
+        let new = self
+            .history_stored
+            .saturating_sub(held_from)
+            .min(record.history.len());
+        let messages = record.history[new..]
             .iter()
-            .zip(self.history_stored..)
+            .zip(held_from + new..)
             .map(|(message, position)| {
                 Ok(StoredMessage {
                     position: position as u64,

@@ -29,7 +29,7 @@
 mod access;
 mod actor;
 mod agent;
-mod classify;
+pub(crate) mod classify;
 mod completion;
 mod directory;
 mod effects;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::events::Sequenced;
-use super::transcript::STREAM_KEY;
+use super::transcript::{self, STREAM_KEY};
 use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
@@ -139,8 +139,18 @@ pub(crate) struct TaskRecord {
     pub(crate) status: TaskStatus,
     /// Set only while the state is `INPUT_REQUIRED`.
     pub(crate) sub_state: Option<SubState>,
+    /// The newest messages of the history this record holds: all of them
+    /// when it was read whole, the latest turn's at most in a running actor
+    /// (the store has the rest; a turn reads what its model needs).
     #[serde(skip)]
     pub(crate) history: Vec<Message>,
+    /// How many messages the whole history has.
+    #[serde(skip)]
+    pub(crate) history_len: usize,
+    /// Whether the model's last question (`ask_participant`) still waits
+    /// for the participants' answer (see [`transcript::awaits_answer`]).
+    #[serde(skip)]
+    pub(crate) awaits_answer: bool,
     #[serde(skip)]
     pub(crate) artifacts: Vec<Artifact>,
     pub(crate) participants: Vec<Participant>,
@@ -326,6 +336,8 @@ impl TaskRecord {
             status: TaskStatus::new(TaskState::Submitted),
             sub_state: None,
             history: Vec::new(),
+            history_len: 0,
+            awaits_answer: false,
             artifacts: Vec::new(),
             participants,
             model,
@@ -342,11 +354,47 @@ impl TaskRecord {
 
     /// A record read back from the store: its head and, if read, its
     /// history and artifacts.
+    ///
+    /// The history read may be only its newest part: the record then knows
+    /// how long the whole is, and whether the model's last question
+    /// is open as far as that part shows ([`Self::knows_its_turn`]).
     pub(crate) fn from_stored(stored: &StoredTask) -> Result<Self, String> {
         let mut record = Self::from_head(&stored.head)?;
         record.history = parse_all(&stored.history, "message")?;
         record.artifacts = parse_all(&stored.artifacts, "artifact")?;
+        let held = record.history.len();
+        record.history_len = usize::try_from(stored.history_len)
+            .unwrap_or(usize::MAX)
+            .max(held);
+        record.awaits_answer = transcript::awaits_answer(&record.history);
         Ok(record)
+    }
+
+    /// Whether the history this record holds shows whether the model's
+    /// question is open: it is the whole history, or it holds a message the
+    /// model saw (the newest of those decides).
+    pub(crate) fn knows_its_turn(&self) -> bool {
+        self.history.len() == self.history_len
+            || self
+                .history
+                .iter()
+                .any(|m| !m.metadata.contains_key(transcript::HARNESS_KEY))
+    }
+
+    /// Stop holding the history: everything in it is stored. A running
+    /// actor keeps only counts between turns, so an idle conversation costs
+    /// the same at turn 10 and turn 10,000.
+    pub(crate) fn forget_history(&mut self) {
+        self.history = Vec::new();
+    }
+
+    /// A message joins the history.
+    fn push_history(&mut self, message: Message) {
+        if !message.metadata.contains_key(transcript::HARNESS_KEY) {
+            self.awaits_answer = transcript::asks_participant(&message);
+        }
+        self.history.push(message);
+        self.history_len += 1;
     }
 
     /// A record from its head alone, without history or artifacts: enough to
@@ -395,7 +443,7 @@ impl TaskRecord {
         self.changes += 1;
         match change {
             Change::Received(message) => {
-                self.history.push(message);
+                self.push_history(message);
                 self.turn_count += 1;
                 Applied::default()
             }
@@ -485,7 +533,7 @@ impl TaskRecord {
         if change.in_history
             && let Some(message) = &change.message
         {
-            self.history.push(message.clone());
+            self.push_history(message.clone());
         }
         self.sub_state = match change.state {
             TaskState::InputRequired => change.sub_state.or(Some(SubState::AwaitingNextMessage)),

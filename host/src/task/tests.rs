@@ -28,6 +28,7 @@ use crate::task::state::message_text;
 
 mod agent;
 mod answers;
+mod cost;
 mod durable;
 
 // --- Fixtures --------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 
 use crate::a2a::types::{Message, Part, Role as MessageRole};
 use crate::domain::{ChatMessage, ToolCall, ToolOutput};
+use crate::store::TaskStore;
 
 /// Messages the model does not see carry this key, saying what they are.
 pub(crate) const HARNESS_KEY: &str = "harness";
@@ -114,12 +115,16 @@ pub(crate) fn awaits_answer(history: &[Message]) -> bool {
         .iter()
         .rev()
         .find(|message| !message.metadata.contains_key(HARNESS_KEY))
-        .is_some_and(|message| match Seen::of(message) {
-            Some(Seen::Calls { calls, .. }) => {
-                calls.iter().any(|call| call.name == ASK_PARTICIPANT)
-            }
-            _ => false,
-        })
+        .is_some_and(asks_participant)
+}
+
+/// Whether `message` records the model asking the participants a question
+/// (an `ask_participant` call).
+pub(crate) fn asks_participant(message: &Message) -> bool {
+    match Seen::of(message) {
+        Some(Seen::Calls { calls, .. }) => calls.iter().any(|call| call.name == ASK_PARTICIPANT),
+        _ => false,
+    }
 }
 
 /// The model's view of a conversation: the messages that fit, and the tool
@@ -134,12 +139,54 @@ pub(crate) struct Transcript {
 /// The conversation in `history` as a model sees it, fitted to
 /// `budget_tokens` (see the module documentation). Reads only as far back
 /// as the budget reaches.
+#[cfg(test)]
 pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript {
+    fit(history, budget_tokens).0
+}
+
+/// How many of the newest messages a transcript read from the store starts
+/// with; it reads four times as many while the window has room for more.
+const FIRST_READ: usize = 64;
+
+/// The conversation of task `task_id` as a model with a window of
+/// `budget_tokens` sees it, read from `store`: only as many of the newest
+/// messages as the window reaches (never the whole of a long history).
+pub(crate) async fn read(
+    store: &dyn TaskStore,
+    task_id: &str,
+    budget_tokens: u64,
+) -> Result<Transcript, String> {
+    let mut limit = FIRST_READ;
+    loop {
+        let stored = store
+            .load(task_id.to_owned(), Some(limit))
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| format!("task {task_id} is not in the store"))?;
+        let whole = stored.history.len() as u64 >= stored.history_len;
+        let history = stored
+            .history
+            .iter()
+            .map(|document| serde_json::from_str::<Message>(document))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| format!("a stored message is unreadable: {error}"))?;
+        let (transcript, filled) = fit(&history, budget_tokens);
+        if filled || whole {
+            return Ok(transcript);
+        }
+        limit = limit.saturating_mul(4);
+    }
+}
+
+/// [`transcript`], and whether the window filled up before the oldest of
+/// `history` (so older messages would not fit either).
+fn fit(history: &[Message], budget_tokens: u64) -> (Transcript, bool) {
     // Read newest first, one turn (a participant's message and everything
     // after it) at a time; keep whole turns while they fit.
     let mut turns: Vec<Vec<&Message>> = Vec::new();
     let mut current: Vec<&Message> = Vec::new();
     let mut used = 0u64;
+    let mut filled = false;
     for message in history.iter().rev() {
         let Some(entry) = Seen::of(message) else {
             continue;
@@ -149,21 +196,26 @@ pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript 
         if entry.starts_turn() {
             let first_turn = turns.is_empty();
             if !first_turn && used > budget_tokens {
+                filled = true;
                 break;
             }
             turns.push(std::mem::take(&mut current));
         }
     }
-    if !current.is_empty() && (turns.is_empty() || used <= budget_tokens) {
+    let whole_turns = !turns.is_empty();
+    if !filled && !current.is_empty() && (turns.is_empty() || used <= budget_tokens) {
         // Messages older than any participant's (a sub-task's goal turn).
         turns.push(current);
     }
+    // Over budget with a whole turn kept: older turns cannot fit either. (A
+    // slice that holds no turn's start yet cuts the current turn: read on.)
+    filled |= used > budget_tokens && whole_turns;
     let ordered: Vec<&Message> = turns
         .into_iter()
         .rev()
         .flat_map(|turn| turn.into_iter().rev())
         .collect();
-    assemble(&ordered)
+    (assemble(&ordered), filled)
 }
 
 /// Turn the kept messages, oldest first, into chat messages.

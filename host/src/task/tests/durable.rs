@@ -508,6 +508,9 @@ impl TaskStore for Flaky {
     fn find_message(&self, lookup: MessageLookup) -> StoreFuture<'_, Option<String>> {
         self.inner.find_message(lookup)
     }
+    fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
+        self.inner.message(task_id, message_id)
+    }
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
         self.inner.recovery_candidates()
     }

@@ -1,0 +1,1245 @@
+//! tiny-harness (in memory and on SQLite) side by side with the official A2A
+//! Python SDK (a2a-sdk 1.3.0 serving `tests/bench/sdk_echo_agent.py`, an echo
+//! agent that parks its tasks like ours), in one run, on one machine.
+//!
+//! Each server runs pinned to CPU 0 (`taskset`); this process, the load
+//! generator, pins itself to CPU 1. Every server gets the same requests over
+//! loopback HTTP/1.1 (JSON-RPC `SendMessage`), from the same client. Printed:
+//! one Markdown table per measurement, and everything as JSON (`--out`).
+//!
+//! * throughput and latency (p50, p99) of new conversations, follow-ups and
+//!   `/status` at 1, 16 and 256 connections (medians of `--rounds` rounds);
+//! * the cost of one turn at turns 10, 1,000 and 10,000 of one conversation
+//!   (one connection, plain follow-ups asking for the newest two messages
+//!   back, `historyLength: 2`, from every server alike);
+//! * resident memory per conversation, with its worker running and parked;
+//! * time from process start to serving with 10 plugins, with an empty and
+//!   a warm component cache;
+//! * the delay from a model's token to an SSE client (the fake provider
+//!   stamps each token with its send time), and the time to the first SSE
+//!   event of a streamed message.
+//!
+//! Run: `tests/bench/run.sh` (installs the SDK, then runs this), or
+//! `cargo bench --bench side_by_side -- [--quick] [--rounds N] [--seconds S]
+//! [--turns 10,1000,10000] [--conversations N] [--no-sdk] [--out FILE]`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tiny_harness::model::fake::{Answer, FakeProvider, sent_at};
+
+/// The concurrencies measured.
+const CONNECTIONS: [usize; 3] = [1, 16, 256];
+
+/// Follow-up workers start a new conversation after this many turns, so the
+/// throughput figures are of conversations of a typical length (the turn
+/// cost table covers long ones).
+const ROTATE_AFTER: usize = 100;
+
+/// Turns measured around each point of the turn-cost table.
+const TURN_SAMPLES: usize = 21;
+
+/// Tokens of the stamped answer, and the pause between them.
+const STAMPED_TOKENS: usize = 200;
+const STAMP_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Plugins started with, for the start-up time.
+const PLUGINS: usize = 10;
+
+/// Longest ramp to one point of the turn-cost table before it is skipped.
+const RAMP_BUDGET: Duration = Duration::from_secs(240);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Sdk,
+    Memory,
+    Sqlite,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Sdk => "a2a-sdk 1.3.0 (Python)",
+            Kind::Memory => "tiny-harness, memory",
+            Kind::Sqlite => "tiny-harness, SQLite",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Scenario {
+    /// A first message: a new conversation each request.
+    New,
+    /// A plain follow-up in the worker's conversation.
+    FollowUp,
+    /// `/status` in the worker's conversation (a command: a Wasm body).
+    Status,
+}
+
+impl Scenario {
+    fn label(self) -> &'static str {
+        match self {
+            Scenario::New => "new conversation",
+            Scenario::FollowUp => "follow-up",
+            Scenario::Status => "/status",
+        }
+    }
+}
+
+struct Options {
+    rounds: usize,
+    seconds: f64,
+    turns: Vec<usize>,
+    conversations: usize,
+    sdk: bool,
+    out: Option<PathBuf>,
+}
+
+impl Options {
+    fn from_args() -> anyhow::Result<Self> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let value = |flag: &str| {
+            args.iter()
+                .position(|arg| arg == flag)
+                .and_then(|at| args.get(at + 1).cloned())
+        };
+        let quick = args.iter().any(|arg| arg == "--quick");
+        let number = |flag: &str, default: f64| -> anyhow::Result<f64> {
+            value(flag).map_or(Ok(default), |v| {
+                v.parse().with_context(|| format!("{flag} {v}"))
+            })
+        };
+        let turns = match value("--turns") {
+            Some(list) => list
+                .split(',')
+                .map(|n| n.trim().parse().with_context(|| format!("--turns {list}")))
+                .collect::<anyhow::Result<_>>()?,
+            None if quick => vec![10, 1000],
+            None => vec![10, 1000, 10_000],
+        };
+        Ok(Options {
+            rounds: number("--rounds", if quick { 1.0 } else { 3.0 })?.max(1.0) as usize,
+            seconds: number("--seconds", if quick { 1.5 } else { 4.0 })?.max(0.2),
+            turns,
+            conversations: number("--conversations", if quick { 2000.0 } else { 10000.0 })?
+                .max(100.0) as usize,
+            sdk: !args.iter().any(|arg| arg == "--no-sdk"),
+            out: value("--out").map(PathBuf::from),
+        })
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let options = Options::from_args()?;
+    // reqwest is built without a default TLS provider (as in the harness).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let pinned = pin_self_to_cpu(1);
+    let scratch = tempfile::Builder::new()
+        .prefix("tiny-harness-bench")
+        .tempdir()?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let report = tokio.block_on(run(&options, scratch.path(), pinned))?;
+    print_report(&report);
+    if let Some(out) = &options.out {
+        std::fs::write(out, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("write {}", out.display()))?;
+        println!("\nwritten: {}", out.display());
+    }
+    Ok(())
+}
+
+// --- The report ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Report {
+    command: String,
+    machine: Machine,
+    throughput: Vec<Throughput>,
+    turn_cost: Vec<TurnCost>,
+    memory: Vec<Memory>,
+    startup: Vec<Startup>,
+    first_event: Vec<FirstEvent>,
+    token_to_sse: Option<TokenDelay>,
+    write_amplification: Option<WriteAmplification>,
+}
+
+#[derive(Serialize)]
+struct WriteAmplification {
+    /// Follow-ups measured (each adds the participant's message and the
+    /// agent's reply).
+    messages: usize,
+    /// Bytes the SQLite server sent to the disk (`write_bytes` of
+    /// /proc/PID/io: pages of the database and its WAL it dirtied) per
+    /// accepted message.
+    written_per_message: f64,
+    /// Bytes it passed to `write` (`wchar`: files and sockets, the answers
+    /// included) per accepted message.
+    wchar_per_message: f64,
+    /// What each message added to the database, compacted (`VACUUM INTO`
+    /// before and after).
+    added_per_message: f64,
+}
+
+#[derive(Serialize)]
+struct Machine {
+    cpus: usize,
+    pinned: bool,
+    rounds: usize,
+    seconds_per_measurement: f64,
+}
+
+#[derive(Clone, Serialize)]
+struct Throughput {
+    scenario: Scenario,
+    connections: usize,
+    server: Kind,
+    requests_per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+    /// Every round's requests per second.
+    rounds: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct TurnCost {
+    server: Kind,
+    turn: usize,
+    /// `None`: the ramp to this turn did not finish within its budget.
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Memory {
+    server: Kind,
+    conversations: usize,
+    /// Resident memory (RSS, from /proc) per conversation, worker running.
+    live_bytes: f64,
+    /// The same after the workers stopped (`None` for servers that keep
+    /// every task in memory).
+    parked_bytes: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Startup {
+    plugins: usize,
+    cache: &'static str,
+    ms: f64,
+}
+
+#[derive(Serialize)]
+struct FirstEvent {
+    server: Kind,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+#[derive(Serialize)]
+struct TokenDelay {
+    server: Kind,
+    tokens: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+async fn run(options: &Options, scratch: &Path, pinned: bool) -> anyhow::Result<Report> {
+    let mut kinds = vec![Kind::Memory, Kind::Sqlite];
+    if options.sdk {
+        kinds.insert(0, Kind::Sdk);
+    }
+    let client = Client::new()?;
+    let mut servers = BTreeMap::new();
+    for &kind in &kinds {
+        servers.insert(
+            kind,
+            Server::start(kind, scratch, Duration::from_secs(3600)).await?,
+        );
+    }
+
+    eprintln!("throughput ...");
+    let mut throughput = Vec::new();
+    for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
+        for connections in CONNECTIONS {
+            let mut rounds: BTreeMap<Kind, Vec<Load>> = BTreeMap::new();
+            for _ in 0..options.rounds {
+                for (&kind, server) in &servers {
+                    let load = drive(&client, server, scenario, connections, options.seconds)
+                        .await
+                        .with_context(|| format!("{} {scenario:?} x{connections}", kind.label()))?;
+                    rounds.entry(kind).or_default().push(load);
+                }
+            }
+            for (kind, mut loads) in rounds {
+                loads.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+                let all: Vec<f64> = loads.iter().map(|load| load.rate).collect();
+                let median = &loads[loads.len() / 2];
+                throughput.push(Throughput {
+                    scenario,
+                    connections,
+                    server: kind,
+                    requests_per_second: median.rate,
+                    p50_ms: median.p50,
+                    p99_ms: median.p99,
+                    errors: loads.iter().map(|load| load.errors).sum(),
+                    rounds: all,
+                });
+            }
+        }
+    }
+
+    eprintln!("first SSE event ...");
+    let mut first_event = Vec::new();
+    for (&kind, server) in &servers {
+        let mut samples = Vec::new();
+        for n in 0..200 {
+            samples.push(first_sse_event(&client, server, n).await?);
+        }
+        samples.sort_by(f64::total_cmp);
+        first_event.push(FirstEvent {
+            server: kind,
+            p50_ms: percentile(&samples, 50.0),
+            p99_ms: percentile(&samples, 99.0),
+        });
+    }
+    drop(servers);
+
+    eprintln!("turn cost ...");
+    let mut turn_cost = Vec::new();
+    for &kind in &kinds {
+        let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
+        turn_cost.extend(turn_costs(&client, &server, &options.turns).await?);
+    }
+
+    eprintln!("memory ...");
+    let mut memory = Vec::new();
+    for &kind in &kinds {
+        memory.push(memory_per_conversation(&client, kind, scratch, options.conversations).await?);
+    }
+
+    eprintln!("start-up ...");
+    let startup = startup_times(&client, scratch).await?;
+
+    eprintln!("token to SSE ...");
+    let token_to_sse = Some(token_delays(&client, scratch).await?);
+
+    eprintln!("write amplification ...");
+    let write_amplification = Some(write_amplification(&client, scratch).await?);
+
+    Ok(Report {
+        command: std::iter::once("cargo bench --bench side_by_side --".to_owned())
+            .chain(std::env::args().skip(1).filter(|arg| arg != "--bench"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: Machine {
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            pinned,
+            rounds: options.rounds,
+            seconds_per_measurement: options.seconds,
+        },
+        throughput,
+        turn_cost,
+        memory,
+        startup,
+        first_event,
+        token_to_sse,
+        write_amplification,
+    })
+}
+
+fn print_report(report: &Report) {
+    let find = |scenario, connections, kind| {
+        report
+            .throughput
+            .iter()
+            .find(|t| t.scenario == scenario && t.connections == connections && t.server == kind)
+    };
+    println!(
+        "\n| scenario | connections | SDK req/s (p50 / p99 ms) | memory req/s (p50 / p99 ms) | \
+         SQLite req/s (p50 / p99 ms) | SQLite / memory | memory / SDK | SQLite / SDK |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
+        for connections in CONNECTIONS {
+            let cell = |kind| {
+                find(scenario, connections, kind).map_or("-".to_owned(), |t| {
+                    format!(
+                        "{:.0} ({:.2} / {:.2})",
+                        t.requests_per_second, t.p50_ms, t.p99_ms
+                    )
+                })
+            };
+            let rate = |kind| find(scenario, connections, kind).map(|t| t.requests_per_second);
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+                _ => "-".to_owned(),
+            };
+            println!(
+                "| {} | {connections} | {} | {} | {} | {} | {} | {} |",
+                scenario.label(),
+                cell(Kind::Sdk),
+                cell(Kind::Memory),
+                cell(Kind::Sqlite),
+                ratio(rate(Kind::Sqlite), rate(Kind::Memory)),
+                ratio(rate(Kind::Memory), rate(Kind::Sdk)),
+                ratio(rate(Kind::Sqlite), rate(Kind::Sdk)),
+            );
+        }
+    }
+    let errors: u64 = report.throughput.iter().map(|t| t.errors).sum();
+    if errors > 0 {
+        println!("\n{errors} requests failed (see the JSON for where)");
+    }
+
+    println!("\n| one turn, p50 (p99) ms | SDK | memory | SQLite |");
+    println!("| --- | --- | --- | --- |");
+    let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
+    turns.dedup();
+    for turn in turns {
+        let cell = |kind| {
+            report
+                .turn_cost
+                .iter()
+                .find(|t| t.server == kind && t.turn == turn)
+                .map_or("-".to_owned(), |t| match (t.p50_ms, t.p99_ms) {
+                    (Some(p50), Some(p99)) => format!("{p50:.2} ({p99:.2})"),
+                    _ => "not reached in time".to_owned(),
+                })
+        };
+        println!(
+            "| turn {turn} | {} | {} | {} |",
+            cell(Kind::Sdk),
+            cell(Kind::Memory),
+            cell(Kind::Sqlite)
+        );
+    }
+
+    println!("\n| resident memory per conversation | worker running | parked |");
+    println!("| --- | --- | --- |");
+    for memory in &report.memory {
+        println!(
+            "| {} ({} conversations) | {:.1} KB | {} |",
+            memory.server.label(),
+            memory.conversations,
+            memory.live_bytes / 1024.0,
+            memory
+                .parked_bytes
+                .map_or("(keeps every task in memory)".to_owned(), |bytes| format!(
+                    "{:.2} KB",
+                    bytes / 1024.0
+                )),
+        );
+    }
+
+    println!("\n| start-up to serving, {PLUGINS} plugins | ms |");
+    println!("| --- | --- |");
+    for startup in &report.startup {
+        println!("| {} component cache | {:.0} |", startup.cache, startup.ms);
+    }
+
+    println!("\n| streaming | p50 ms | p99 ms |");
+    println!("| --- | --- | --- |");
+    for first in &report.first_event {
+        println!(
+            "| first SSE event, {} | {:.2} | {:.2} |",
+            first.server.label(),
+            first.p50_ms,
+            first.p99_ms
+        );
+    }
+    if let Some(delay) = &report.token_to_sse {
+        println!(
+            "| model token to SSE client, {} ({} tokens) | {:.2} | {:.2} |",
+            delay.server.label(),
+            delay.tokens,
+            delay.p50_ms,
+            delay.p99_ms
+        );
+    }
+    if let Some(written) = &report.write_amplification {
+        println!(
+            "\n| SQLite, per accepted message ({} follow-ups) | bytes |\n| --- | --- |\n\
+             | written to disk (database and WAL pages, write_bytes) | {:.0} |\n\
+             | passed to write() (files and sockets, wchar) | {:.0} |\n\
+             | added to the database (compacted) | {:.0} |\n\
+             | write amplification | {:.1}x |",
+            written.messages,
+            written.written_per_message,
+            written.wchar_per_message,
+            written.added_per_message,
+            written.written_per_message / written.added_per_message.max(1.0),
+        );
+    }
+    println!("\nreproduce: {}", report.command);
+}
+
+// --- Servers ---------------------------------------------------------------------------------
+
+/// Where a server answers, and which it is.
+#[derive(Clone)]
+struct Endpoint {
+    kind: Kind,
+    base: String,
+}
+
+struct Server {
+    endpoint: Endpoint,
+    child: Child,
+    pid: u32,
+    /// Its database file (SQLite servers).
+    database: Option<PathBuf>,
+    /// The folder it keeps its files in (removed with it).
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Endpoint;
+
+    fn deref(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    async fn start(kind: Kind, scratch: &Path, idle: Duration) -> anyhow::Result<Server> {
+        Self::start_with(kind, scratch, idle, "", None).await
+    }
+
+    /// Start `kind` on a free loopback port, pinned to CPU 0, and wait until
+    /// it serves.
+    async fn start_with(
+        kind: Kind,
+        scratch: &Path,
+        idle: Duration,
+        extra_config: &str,
+        plugins: Option<(&Path, &Path)>,
+    ) -> anyhow::Result<Server> {
+        let dir = tempfile::Builder::new()
+            .prefix("server")
+            .tempdir_in(scratch)?;
+        let port = free_port()?;
+        let mut command = pinned_command(0);
+        match kind {
+            Kind::Sdk => {
+                let agent =
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bench/sdk_echo_agent.py");
+                command
+                    .arg("python3")
+                    .arg(agent)
+                    .arg("--port")
+                    .arg(port.to_string());
+            }
+            Kind::Memory | Kind::Sqlite => {
+                let store = match kind {
+                    Kind::Memory => "\":memory:\"".to_owned(),
+                    _ => format!("{:?}", dir.path().join("tiny-harness.db")),
+                };
+                let config = dir.path().join("tiny-harness.toml");
+                std::fs::write(
+                    &config,
+                    format!(
+                        "[store]\npath = {store}\nidle_timeout_secs = {}\n\n\
+                         [rate_limit]\nper_participant_burst = 1000000000\n\
+                         per_participant_per_second = 1000000000.0\n\
+                         per_address_burst = 1000000000\nper_address_per_second = 1000000000.0\n\n\
+                         {extra_config}\n",
+                        idle.as_secs().max(1)
+                    ),
+                )?;
+                let (plugins_dir, cache) = match plugins {
+                    Some((plugins, cache)) => (plugins.to_owned(), cache.to_owned()),
+                    None => (dir.path().join("plugins"), dir.path().join("cache")),
+                };
+                std::fs::create_dir_all(&plugins_dir)?;
+                command
+                    .arg(env!("CARGO_BIN_EXE_tiny-harness"))
+                    .arg("serve")
+                    .arg("--config")
+                    .arg(&config)
+                    .arg("--listen")
+                    .arg(format!("127.0.0.1:{port}"))
+                    .arg("--plugins")
+                    .arg(plugins_dir)
+                    .env("TINY_HARNESS_CACHE_DIR", cache)
+                    .env("RUST_LOG", "warn");
+            }
+        }
+        let mut child = command
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("start {}", kind.label()))?;
+        let stderr = child.stderr.take().context("stderr")?;
+        // Drained for good, so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("ERROR") || line.contains("Traceback") {
+                    eprintln!("  server: {line}");
+                }
+            }
+        });
+        let pid = child.id();
+        let server = Server {
+            endpoint: Endpoint {
+                kind,
+                base: format!("http://127.0.0.1:{port}"),
+            },
+            child,
+            pid,
+            database: (kind == Kind::Sqlite).then(|| dir.path().join("tiny-harness.db")),
+            _dir: dir,
+        };
+        server.wait_until_serving(Duration::from_secs(120)).await?;
+        Ok(server)
+    }
+
+    async fn wait_until_serving(&self, limit: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + limit;
+        let card = format!("{}/.well-known/agent-card.json", self.endpoint.base);
+        let http = reqwest::Client::new();
+        loop {
+            if let Ok(response) = http.get(&card).send().await
+                && response.status().is_success()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("{} did not serve within {limit:?}", self.kind.label());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// `write_bytes` and `wchar` of /proc/PID/io so far.
+    fn written_bytes(&self) -> anyhow::Result<(f64, f64)> {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", self.pid))?;
+        let field = |name: &str| -> anyhow::Result<f64> {
+            Ok(io
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .with_context(|| name.to_owned())?
+                .trim()
+                .parse()?)
+        };
+        Ok((field("write_bytes:")?, field("wchar:")?))
+    }
+
+    fn resident_bytes(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
+        let kb: f64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .context("VmRSS")?
+            .parse()?;
+        Ok(kb * 1024.0)
+    }
+}
+
+/// `taskset -c CPU` when there are two CPUs or more, else nothing.
+fn pinned_command(cpu: usize) -> Command {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
+        let mut command = Command::new("taskset");
+        command.arg("-c").arg(cpu.to_string());
+        command
+    } else {
+        // `env` runs the program named next, unpinned.
+        Command::new("env")
+    }
+}
+
+/// Pin this process (and the threads it starts later) to `cpu`.
+fn pin_self_to_cpu(cpu: usize) -> bool {
+    if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+        eprintln!("one CPU: nothing is pinned, figures are not comparable to the README");
+        return false;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read
+    // and write that local set and this thread's affinity.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+// --- Requests --------------------------------------------------------------------------------
+
+#[derive(Clone)]
+struct Client {
+    http: reqwest::Client,
+    ids: Arc<AtomicU64>,
+}
+
+/// A conversation as the client knows it.
+#[derive(Clone, Debug)]
+struct Conversation {
+    task_id: String,
+    context_id: String,
+}
+
+impl Client {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Client {
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .pool_max_idle_per_host(1024)
+                .timeout(Duration::from_secs(120))
+                .build()?,
+            ids: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    fn message(&self, text: &str, to: Option<&Conversation>) -> Value {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut message = json!({
+            "messageId": format!("bench-{}-{id}", std::process::id()),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+        });
+        if let Some(conversation) = to {
+            message["taskId"] = json!(conversation.task_id);
+            message["contextId"] = json!(conversation.context_id);
+        }
+        message
+    }
+
+    /// `SendMessage`; returns the task of the answer.
+    async fn send(
+        &self,
+        server: &Endpoint,
+        participant: &str,
+        message: Value,
+        history_length: Option<u32>,
+    ) -> anyhow::Result<Value> {
+        let mut params = json!({"message": message});
+        if let Some(length) = history_length {
+            params["configuration"] = json!({"historyLength": length});
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
+        let response = self
+            .http
+            .post(format!("{}/", server.base))
+            .header("A2A-Version", "1.0")
+            .header("X-Participant-Id", participant)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let mut answer: Value = response.json().await?;
+        let task = &answer["result"]["task"];
+        if !status.is_success() || !task.is_object() {
+            bail!("SendMessage answered {status}: {answer}");
+        }
+        let state = task["status"]["state"].as_str().unwrap_or("");
+        if state != "TASK_STATE_INPUT_REQUIRED" {
+            bail!("the task is {state}, not parked: {answer}");
+        }
+        Ok(answer["result"]["task"].take())
+    }
+
+    async fn start_conversation(
+        &self,
+        server: &Endpoint,
+        participant: &str,
+    ) -> anyhow::Result<Conversation> {
+        let message = self.message("hello there", None);
+        let task = self.send(server, participant, message, Some(0)).await?;
+        Ok(Conversation {
+            task_id: task["id"].as_str().context("task id")?.to_owned(),
+            context_id: task["contextId"].as_str().context("context id")?.to_owned(),
+        })
+    }
+}
+
+/// What one measurement saw.
+struct Load {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+    errors: u64,
+}
+
+/// `connections` workers each send `scenario` requests back to back for
+/// `seconds`; latencies in milliseconds.
+async fn drive(
+    client: &Client,
+    server: &Endpoint,
+    scenario: Scenario,
+    connections: usize,
+    seconds: f64,
+) -> anyhow::Result<Load> {
+    // The conversations first (not measured).
+    let mut workers = Vec::with_capacity(connections);
+    for worker in 0..connections {
+        let participant = format!("bench-{worker}");
+        let conversation = match scenario {
+            Scenario::New => None,
+            Scenario::FollowUp | Scenario::Status => {
+                Some(client.start_conversation(server, &participant).await?)
+            }
+        };
+        workers.push((participant, conversation));
+    }
+    let warm_up = Duration::from_secs_f64((seconds / 4.0).min(1.0));
+    let started = Instant::now() + warm_up;
+    let deadline = started + Duration::from_secs_f64(seconds);
+    let server = Arc::new(server.clone());
+    let mut tasks = tokio::task::JoinSet::new();
+    for (participant, mut conversation) in workers {
+        let client = client.clone();
+        let server = Arc::clone(&server);
+        tasks.spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            let mut turns = 0;
+            while Instant::now() < deadline {
+                if turns == ROTATE_AFTER
+                    && let Some(current) = &mut conversation
+                {
+                    if let Ok(fresh) = client.start_conversation(&server, &participant).await {
+                        *current = fresh;
+                    }
+                    turns = 0;
+                }
+                let text = match scenario {
+                    Scenario::Status => "/status",
+                    _ => "hello there",
+                };
+                let message = client.message(text, conversation.as_ref());
+                let sent = Instant::now();
+                let result = client.send(&server, &participant, message, None).await;
+                let done = Instant::now();
+                turns += 1;
+                if sent < started || done > deadline {
+                    continue;
+                }
+                match result {
+                    Ok(_) => latencies.push(done.duration_since(sent).as_secs_f64() * 1e3),
+                    Err(error) => {
+                        if errors == 0 {
+                            eprintln!("  {}: {error:#}", server.kind.label());
+                        }
+                        errors += 1;
+                    }
+                }
+            }
+            (latencies, errors)
+        });
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    while let Some(done) = tasks.join_next().await {
+        let (mine, failed) = done?;
+        latencies.extend(mine);
+        errors += failed;
+    }
+    latencies.sort_by(f64::total_cmp);
+    Ok(Load {
+        rate: latencies.len() as f64 / seconds,
+        p50: percentile(&latencies, 50.0),
+        p99: percentile(&latencies, 99.0),
+        errors,
+    })
+}
+
+fn percentile(sorted: &[f64], percent: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let at = ((sorted.len() - 1) as f64 * percent / 100.0).round() as usize;
+    sorted[at]
+}
+
+// --- Turn cost -------------------------------------------------------------------------------
+
+/// One conversation taken to each of `points`: the latency of plain
+/// follow-ups there (`historyLength: 2`). The ramp in between asks for no history back.
+async fn turn_costs(
+    client: &Client,
+    server: &Endpoint,
+    points: &[usize],
+) -> anyhow::Result<Vec<TurnCost>> {
+    let participant = "turn-cost";
+    let conversation = client.start_conversation(server, participant).await?;
+    let mut turn = 1;
+    let mut costs = Vec::new();
+    let mut gave_up = false;
+    for &point in points {
+        let first = point.saturating_sub(TURN_SAMPLES / 2).max(turn);
+        let ramp_started = Instant::now();
+        while turn < first && !gave_up {
+            let message = client.message("hello there", Some(&conversation));
+            client.send(server, participant, message, Some(0)).await?;
+            turn += 1;
+            gave_up = ramp_started.elapsed() > RAMP_BUDGET;
+        }
+        if gave_up {
+            costs.push(TurnCost {
+                server: server.kind,
+                turn: point,
+                p50_ms: None,
+                p99_ms: None,
+            });
+            continue;
+        }
+        let mut samples = Vec::with_capacity(TURN_SAMPLES);
+        for _ in 0..TURN_SAMPLES {
+            let message = client.message("hello there", Some(&conversation));
+            let sent = Instant::now();
+            // The newest two messages back (the message and its reply):
+            // without `historyLength` an answer carries the whole history
+            // (A2A's default), and its size, not the turn, would be timed.
+            client.send(server, participant, message, Some(2)).await?;
+            samples.push(sent.elapsed().as_secs_f64() * 1e3);
+            turn += 1;
+        }
+        samples.sort_by(f64::total_cmp);
+        costs.push(TurnCost {
+            server: server.kind,
+            turn: point,
+            p50_ms: Some(percentile(&samples, 50.0)),
+            p99_ms: Some(percentile(&samples, 99.0)),
+        });
+    }
+    Ok(costs)
+}
+
+// --- Memory ----------------------------------------------------------------------------------
+
+/// Resident memory per conversation: `count` conversations started (64 at a
+/// time) on a fresh server; then, for tiny-harness, again once their
+/// workers stopped (a 2 s idle period) and the server gave the memory back.
+async fn memory_per_conversation(
+    client: &Client,
+    kind: Kind,
+    scratch: &Path,
+    count: usize,
+) -> anyhow::Result<Memory> {
+    let idle = match kind {
+        Kind::Sdk => Duration::from_secs(3600),
+        Kind::Memory | Kind::Sqlite => Duration::from_secs(2),
+    };
+    let server = Server::start(kind, scratch, idle).await?;
+    // One conversation first, so what is allocated once is in the baseline.
+    client.start_conversation(&server, "warm-up").await?;
+    tokio::time::sleep(idle + Duration::from_secs(1)).await;
+    let before = server.resident_bytes()?;
+    let lanes = 64.min(count);
+    let mut tasks = tokio::task::JoinSet::new();
+    let server = Arc::new(server);
+    for lane in 0..lanes {
+        let client = client.clone();
+        let server = Arc::clone(&server);
+        tasks.spawn(async move {
+            for n in (lane..count).step_by(lanes) {
+                client
+                    .start_conversation(&server, &format!("memory-{n}"))
+                    .await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let live = (server.resident_bytes()? - before) / count as f64;
+    let parked = match kind {
+        Kind::Sdk => None,
+        Kind::Memory | Kind::Sqlite => {
+            // Workers stop after the idle period; memory is given back
+            // within a maintenance period after that.
+            let deadline = Instant::now() + idle + Duration::from_secs(75);
+            let mut lowest = f64::MAX;
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let now = server.resident_bytes()?;
+                lowest = lowest.min(now);
+                if now <= before * 1.02 {
+                    break;
+                }
+            }
+            Some(((lowest - before) / count as f64).max(0.0))
+        }
+    };
+    Ok(Memory {
+        server: kind,
+        conversations: count,
+        live_bytes: live,
+        parked_bytes: parked,
+    })
+}
+
+// --- Write amplification -------------------------------------------------------------------
+
+/// Follow-ups on a SQLite server: bytes it wrote to files against bytes
+/// the messages added to the (compacted) database.
+async fn write_amplification(
+    client: &Client,
+    scratch: &Path,
+) -> anyhow::Result<WriteAmplification> {
+    const CONVERSATIONS: usize = 20;
+    const TURNS: usize = 25;
+    let server = Server::start(Kind::Sqlite, scratch, Duration::from_secs(3600)).await?;
+    let mut conversations = Vec::new();
+    for n in 0..CONVERSATIONS {
+        let participant = format!("writes-{n}");
+        conversations.push((
+            client.start_conversation(&server, &participant).await?,
+            participant,
+        ));
+    }
+    let database = server.database.clone().context("a SQLite server")?;
+    let before = (
+        server.written_bytes()?,
+        compacted_size(&database, scratch, "before")?,
+    );
+    for _ in 0..TURNS {
+        for (conversation, participant) in &conversations {
+            let message = client.message("hello there", Some(conversation));
+            client.send(&server, participant, message, Some(0)).await?;
+        }
+    }
+    let after = (
+        server.written_bytes()?,
+        compacted_size(&database, scratch, "after")?,
+    );
+    // Each follow-up adds the participant's message and the agent's reply.
+    let messages = CONVERSATIONS * TURNS * 2;
+    Ok(WriteAmplification {
+        messages,
+        written_per_message: (after.0.0 - before.0.0) / messages as f64,
+        wchar_per_message: (after.0.1 - before.0.1) / messages as f64,
+        added_per_message: (after.1 - before.1) / messages as f64,
+    })
+}
+
+/// The size of `database` copied compactly (`VACUUM INTO`), read while the
+/// server runs (WAL lets it).
+fn compacted_size(database: &Path, scratch: &Path, label: &str) -> anyhow::Result<f64> {
+    let copy = scratch.join(format!("compacted-{label}.db"));
+    let _ = std::fs::remove_file(&copy);
+    let connection = rusqlite::Connection::open_with_flags(
+        database,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    connection.execute("VACUUM INTO ?1", [copy.to_string_lossy()])?;
+    let size = std::fs::metadata(&copy)?.len() as f64;
+    std::fs::remove_file(&copy)?;
+    Ok(size)
+}
+
+// --- Start-up --------------------------------------------------------------------------------
+
+/// Time from spawning the binary to its first answer, with `PLUGINS` copies
+/// of a Rust plugin (each a distinct component), first with an empty
+/// component cache, then with the cache that start filled.
+async fn startup_times(_client: &Client, scratch: &Path) -> anyhow::Result<Vec<Startup>> {
+    let plugins = tempfile::Builder::new()
+        .prefix("plugins")
+        .tempdir_in(scratch)?;
+    let wasm = std::fs::read(env!("FIXTURE_GREETER_WASM"))?;
+    let fixtures = Path::new(env!("FIXTURES_DIR")).join("plugins/greeter");
+    for n in 0..PLUGINS {
+        let dir = plugins.path().join(format!("greeter-{n}"));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("greeter.wasm"), distinct_component(&wasm, n))?;
+        let rename = |file: &str, from: &str, to: &str| -> anyhow::Result<()> {
+            let text = std::fs::read_to_string(fixtures.join(file))?;
+            std::fs::write(dir.join(file), text.replace(from, to))?;
+            Ok(())
+        };
+        rename("plugin.json", "\"greeter\"", &format!("\"greeter-{n}\""))?;
+        rename("commands.json", "\"greet\"", &format!("\"greet{n}\""))?;
+        rename("hooks.json", "\"greet\"", &format!("\"greet{n}\""))?;
+    }
+    let cache = tempfile::Builder::new()
+        .prefix("cache")
+        .tempdir_in(scratch)?;
+    let mut startup = Vec::new();
+    for label in ["empty", "warm"] {
+        let mut samples = Vec::new();
+        // An empty cache is measured once (it fills); a warm one 5 times.
+        let runs = if label == "empty" { 1 } else { 5 };
+        for _ in 0..runs {
+            let started = Instant::now();
+            let server = Server::start_with(
+                Kind::Memory,
+                scratch,
+                Duration::from_secs(3600),
+                "",
+                Some((plugins.path(), cache.path())),
+            )
+            .await?;
+            samples.push(started.elapsed().as_secs_f64() * 1e3);
+            drop(server);
+        }
+        samples.sort_by(f64::total_cmp);
+        startup.push(Startup {
+            plugins: PLUGINS,
+            cache: label,
+            ms: percentile(&samples, 50.0),
+        });
+    }
+    Ok(startup)
+}
+
+/// `component` with a custom section naming copy `n`: the same code, a
+/// different content hash (so each copy is compiled and cached on its own).
+fn distinct_component(component: &[u8], n: usize) -> Vec<u8> {
+    let name = b"tiny-harness-bench-copy";
+    let payload = n.to_string().into_bytes();
+    let mut section = Vec::new();
+    leb128(&mut section, name.len());
+    section.extend_from_slice(name);
+    section.extend_from_slice(&payload);
+    let mut out = component.to_vec();
+    out.push(0); // custom section
+    leb128(&mut out, section.len());
+    out.extend(section);
+    out
+}
+
+fn leb128(out: &mut Vec<u8>, mut value: usize) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+// --- Streaming -------------------------------------------------------------------------------
+
+/// Open a `SendStreamingMessage` and return the response, checked.
+async fn stream(
+    client: &Client,
+    server: &Endpoint,
+    participant: &str,
+    text: &str,
+) -> anyhow::Result<reqwest::Response> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": client.message(text, None)},
+    });
+    let response = client
+        .http
+        .post(format!("{}/", server.base))
+        .header("A2A-Version", "1.0")
+        .header("X-Participant-Id", participant)
+        .header("Accept", "text/event-stream")
+        .json(&body)
+        .send()
+        .await?;
+    if !response.status().is_success() {
+        bail!("SendStreamingMessage answered {}", response.status());
+    }
+    Ok(response)
+}
+
+/// Milliseconds from sending a streamed message to its first SSE event.
+async fn first_sse_event(client: &Client, server: &Endpoint, n: usize) -> anyhow::Result<f64> {
+    let sent = Instant::now();
+    let mut response = stream(client, server, &format!("stream-{n}"), "hello there").await?;
+    let mut buffer = Vec::new();
+    let mut first = None;
+    while let Some(chunk) = response.chunk().await? {
+        buffer.extend_from_slice(&chunk);
+        // An event ends at a blank line (the SDK's server frames with CRLF).
+        if first.is_none()
+            && (buffer.windows(2).any(|w| w == b"\n\n")
+                || buffer.windows(4).any(|w| w == b"\r\n\r\n"))
+        {
+            first = Some(sent.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    first.context("the stream sent no event")
+}
+
+/// The delay of every token of stamped answers, from the fake provider's
+/// send to this client reading it off the SSE stream.
+async fn token_delays(client: &Client, scratch: &Path) -> anyhow::Result<TokenDelay> {
+    let fake =
+        FakeProvider::start(|_| Answer::openai_stamped(STAMPED_TOKENS, STAMP_INTERVAL)).await;
+    let config = format!(
+        "[models]\ndefault = \"fake\"\n\n[models.fake]\nprovider = \"openai\"\n\
+         base_url = \"{}/v1\"\nmodel = \"fake\"\napi_key = \"fake-key\"\n",
+        fake.url()
+    );
+    let server = Server::start_with(
+        Kind::Memory,
+        scratch,
+        Duration::from_secs(3600),
+        &config,
+        None,
+    )
+    .await?;
+    let mut delays = Vec::new();
+    for n in 0..5 {
+        let mut response = stream(client, &server, &format!("tokens-{n}"), "hello").await?;
+        let mut buffer = String::new();
+        while let Some(chunk) = response.chunk().await? {
+            let received = fake.epoch().elapsed();
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                for data in event.lines().filter_map(|line| line.strip_prefix("data:")) {
+                    let Ok(value) = serde_json::from_str::<Value>(data.trim()) else {
+                        continue;
+                    };
+                    let update = &value["result"]["statusUpdate"];
+                    if update["metadata"]["stream"] != "text-delta" {
+                        continue;
+                    }
+                    let text = update["status"]["message"]["parts"][0]["text"]
+                        .as_str()
+                        .unwrap_or("");
+                    if let Some(sent) = sent_at(text) {
+                        delays.push(received.saturating_sub(sent).as_secs_f64() * 1e3);
+                    }
+                }
+            }
+        }
+    }
+    if delays.is_empty() {
+        bail!("no stamped token reached the SSE client");
+    }
+    delays.sort_by(f64::total_cmp);
+    Ok(TokenDelay {
+        server: Kind::Memory,
+        tokens: delays.len(),
+        p50_ms: percentile(&delays, 50.0),
+        p99_ms: percentile(&delays, 99.0),
+    })
+}

@@ -1,0 +1,253 @@
+//! What a turn costs does not grow with the conversation (issue 14, item
+//! 2): the bytes it commits, the bytes its hooks are handed, and the
+//! history it reads (beyond its model's window) are the same at turn 20 and
+//! at turn 200. Sizes, not times: these hold on a loaded machine.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::model::{ModelEntry, OfflineModel};
+use crate::push::PushSettings;
+use crate::store::{
+    ListPage, ListQuery, LogEntry, MemoryStore, MessageLookup, PushConfigRecord, StoreFuture,
+    StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+};
+use crate::task::Durability;
+
+/// A memory store that counts the bytes committed to it and the bytes of
+/// history read back from it.
+#[derive(Default)]
+struct Metered {
+    inner: MemoryStore,
+    written: AtomicUsize,
+    history_read: AtomicUsize,
+}
+
+impl Metered {
+    fn take(&self) -> (usize, usize) {
+        (
+            self.written.swap(0, Ordering::SeqCst),
+            self.history_read.swap(0, Ordering::SeqCst),
+        )
+    }
+}
+
+fn write_bytes(write: &TaskWrite) -> usize {
+    let entries: usize = write
+        .entries
+        .iter()
+        .map(|entry| {
+            entry.document.len() + entry.event.as_ref().map_or(0, |event| event.document.len())
+        })
+        .sum();
+    let messages: usize = write.messages.iter().map(|m| m.document.len()).sum();
+    let artifacts: usize = write.artifacts.iter().map(|a| a.document.len()).sum();
+    write.head.document.len() + entries + messages + artifacts
+}
+
+impl TaskStore for Metered {
+    fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()> {
+        let bytes: usize = writes.iter().map(write_bytes).sum();
+        self.written.fetch_add(bytes, Ordering::SeqCst);
+        self.inner.commit(writes)
+    }
+    fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
+        Box::pin(async move {
+            let loaded = self.inner.load(id, history).await?;
+            let bytes: usize = loaded
+                .iter()
+                .flat_map(|task| &task.history)
+                .map(String::len)
+                .sum();
+            self.history_read.fetch_add(bytes, Ordering::SeqCst);
+            Ok(loaded)
+        })
+    }
+    fn head(&self, id: String) -> StoreFuture<'_, Option<String>> {
+        self.inner.head(id)
+    }
+    fn events_after(&self, id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
+        self.inner.events_after(id, after)
+    }
+    fn log(&self, id: String) -> StoreFuture<'_, Vec<LogEntry>> {
+        self.inner.log(id)
+    }
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
+        self.inner.list(query)
+    }
+    fn find_message(&self, lookup: MessageLookup) -> StoreFuture<'_, Option<String>> {
+        self.inner.find_message(lookup)
+    }
+    fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
+        self.inner.message(task_id, message_id)
+    }
+    fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
+        self.inner.recovery_candidates()
+    }
+    fn purge_terminal(&self, before_ms: i64) -> StoreFuture<'_, Vec<String>> {
+        self.inner.purge_terminal(before_ms)
+    }
+    fn put_push_config(&self, config: StoredPushConfig) -> StoreFuture<'_, u64> {
+        self.inner.put_push_config(config)
+    }
+    fn push_delivered(&self, task_id: String, id: String, seq: u64) -> StoreFuture<'_, ()> {
+        self.inner.push_delivered(task_id, id, seq)
+    }
+    fn delete_push_config(&self, task_id: String, id: String) -> StoreFuture<'_, bool> {
+        self.inner.delete_push_config(task_id, id)
+    }
+    fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
+        self.inner.push_configs()
+    }
+}
+
+/// The offline model with a window of `window` tokens, under every name
+/// the test settings select.
+fn windowed_models(window: u64) -> Models {
+    let model: Arc<dyn crate::model::Model> = Arc::new(OfflineModel::new());
+    let entries: BTreeMap<String, ModelEntry> = settings()
+        .selectable_models
+        .iter()
+        .map(|name| {
+            let entry = ModelEntry {
+                model: Arc::clone(&model),
+                context_window: window,
+                max_output_tokens: None,
+            };
+            (name.clone(), entry)
+        })
+        .collect();
+    Models::new(entries, settings().default_model).expect("the default is selectable")
+}
+
+/// Every hook context handed to the hooks at the points a plain turn runs.
+fn listening(sizes: &Arc<Mutex<Vec<usize>>>) -> RegistryBuilder {
+    let mut builder = CommandRegistry::builder();
+    for point in [
+        HookPoint::new(Operation::RequestReceived, Phase::Pre),
+        HookPoint::new(Operation::TaskStateChanged, Phase::Post),
+    ] {
+        let sizes = Arc::clone(sizes);
+        builder = with_hook(builder, point, 100, move |context| {
+            let size = serde_json::to_vec(context).map_or(0, |bytes| bytes.len());
+            sizes.lock().expect("not poisoned").push(size);
+            Decision::Pass
+        });
+    }
+    builder
+}
+
+/// One plain follow-up, and what it cost: bytes committed, bytes of
+/// history read, the largest hook context.
+async fn turn(
+    service: &TaskService,
+    store: &Metered,
+    hooks: &Mutex<Vec<usize>>,
+    id: &str,
+    n: usize,
+) -> (usize, usize, usize) {
+    store.take();
+    hooks.lock().expect("not poisoned").clear();
+    // The same length of text every turn: only the history differs.
+    let text = format!("message {n:06}");
+    let mut message = say(Some(id), &text);
+    message.configuration = Some(SendMessageConfiguration {
+        history_length: Some(2),
+        ..SendMessageConfiguration::default()
+    });
+    let task = send(service, "alice", message).await.expect("sent");
+    assert_parked(&task, "awaiting-next-message");
+    assert_eq!(
+        task.history.len(),
+        2,
+        "the answer carries what it asked for"
+    );
+    let (written, read) = store.take();
+    let hooked = hooks
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    (written, read, hooked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
+    let store = Arc::new(Metered::default());
+    let sizes = Arc::new(Mutex::new(Vec::new()));
+    let loaded = PluginLoader::new(runtime()).load(None, listening(&sizes));
+    assert!(!loaded.report.has_problems(), "{}", loaded.report);
+    // A window of 1,024 tokens: full after a few dozen turns, so later turns
+    // read only what fits it.
+    let service = TaskService::with_durability(
+        settings(),
+        Registries::new(loaded.registry),
+        windowed_models(1_024),
+        Durability {
+            store: Arc::clone(&store) as Arc<dyn TaskStore>,
+            idle_timeout: Duration::from_secs(60),
+            retain_terminal: None,
+            push: PushSettings::default(),
+        },
+    );
+    let task = start(&service, "alice", "hello").await;
+    let mut at = BTreeMap::new();
+    for n in 1..=220 {
+        let cost = turn(&service, &store, &sizes, &task.id, n).await;
+        if [20, 150, 220].contains(&n) {
+            at.insert(n, cost);
+        }
+    }
+    let (early, late) = (at[&20], at[&220]);
+    // Equal up to the digits of counters and timestamps.
+    let close = |a: usize, b: usize| a.abs_diff(b) <= 32;
+    assert!(
+        early.0 > 0 && early.2 > 0,
+        "the meter sees the turn: {early:?}"
+    );
+    assert!(
+        close(early.0, late.0),
+        "bytes committed by turn 20: {}, by turn 220: {}",
+        early.0,
+        late.0
+    );
+    assert!(
+        close(early.2, late.2),
+        "largest hook context at turn 20: {} bytes, at turn 220: {}",
+        early.2,
+        late.2
+    );
+    // Once the window is full, a turn reads what fits it, never the
+    // history (300 messages by turn 150, 440 by turn 220).
+    let middle = at[&150];
+    assert!(middle.1 > 0, "the turn read its transcript: {middle:?}");
+    assert!(
+        middle.1.abs_diff(late.1) * 20 <= middle.1,
+        "history read at turn 150: {} bytes, at turn 220: {}",
+        middle.1,
+        late.1
+    );
+
+    // GetTask with historyLength reads what it returns and nothing more.
+    store.take();
+    let request = GetTaskRequest {
+        id: task.id.clone(),
+        history_length: Some(1),
+        ..Default::default()
+    };
+    let got = service
+        .get_task(&who("alice"), request)
+        .await
+        .expect("task");
+    assert_eq!(got.history.len(), 1);
+    let returned = serde_json::to_string(&got.history[0]).expect("json").len();
+    let (_, read) = store.take();
+    assert!(
+        read <= returned + 64,
+        "GetTask read {read} bytes of history to return {returned}"
+    );
+}
