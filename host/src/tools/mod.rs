@@ -8,6 +8,19 @@
 //! schema), who may use it (the roles of the participant whose message
 //! started the turn), how long a call may take, and whether a participant
 //! must approve each call first.
+//!
+//! Two kinds of sources live here beside the declarations, outside the
+//! registry (they outlive its generations): MCP servers ([`mcp`]) and other
+//! A2A agents as delegates ([`delegate`]), started together as
+//! [`ToolSources`].
+
+mod body;
+pub mod delegate;
+pub mod mcp;
+pub(crate) mod settings;
+mod sources;
+
+pub use sources::{ToolSourceSettings, ToolSources};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
