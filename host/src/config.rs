@@ -44,6 +44,7 @@
 //! [agent]
 //! # system_prompt = "You are a careful assistant."
 //! max_tool_rounds = 8              # per turn, at most 64
+//! tools_needing_approval = []      # e.g. ["spawn_subtask"]: each call waits for approval
 //!
 //! [rate_limit]
 //! per_participant_burst = 20       # message sends; by token, or by the self-asserted id
@@ -370,6 +371,9 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     /// Tool rounds one turn may take before the loop stops it with a message. Default 8.
     pub max_tool_rounds: u32,
+    /// Tools every call of which waits for a participant's approval
+    /// (`awaiting-approval`), whatever the tool's own declaration says. Default none.
+    pub tools_needing_approval: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -378,6 +382,7 @@ impl Default for AgentConfig {
         AgentConfig {
             system_prompt: defaults.system_prompt,
             max_tool_rounds: defaults.max_tool_rounds,
+            tools_needing_approval: defaults.tools_needing_approval,
         }
     }
 }
@@ -786,6 +791,7 @@ impl Config {
             agent: AgentSettings {
                 system_prompt: self.agent.system_prompt.clone(),
                 max_tool_rounds: self.agent.max_tool_rounds,
+                tools_needing_approval: self.agent.tools_needing_approval.clone(),
             },
             limits: TaskLimits {
                 max_history_messages: limits.max_history_messages,

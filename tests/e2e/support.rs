@@ -229,7 +229,14 @@ pub fn start_server(
     rust_log: &str,
     max_open_files: Option<u32>,
 ) -> Started {
-    start_server_at(config, plugins, rust_log, max_open_files, "127.0.0.1:0", &[])
+    start_server_at(
+        config,
+        plugins,
+        rust_log,
+        max_open_files,
+        "127.0.0.1:0",
+        &[],
+    )
 }
 
 /// [`start_server`] with `env` set in the server's environment.
@@ -240,7 +247,14 @@ pub fn start_server_with_env(
     max_open_files: Option<u32>,
     env: &[(&str, &str)],
 ) -> Started {
-    start_server_at(config, plugins, rust_log, max_open_files, "127.0.0.1:0", env)
+    start_server_at(
+        config,
+        plugins,
+        rust_log,
+        max_open_files,
+        "127.0.0.1:0",
+        env,
+    )
 }
 
 fn start_server_at(

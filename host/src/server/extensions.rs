@@ -2,7 +2,8 @@
 //!
 //! * **status** ([`STATUS_EXTENSION_URI`]): a conversation parked in
 //!   `TASK_STATE_INPUT_REQUIRED` carries why in `metadata["sub_state"]` of the Task and of
-//!   the status update: `awaiting-next-message` or `awaiting-answer`. The value is an open
+//!   the status update: `awaiting-next-message`, `awaiting-answer` or `awaiting-approval`
+//!   (tool calls wait for a participant's `approve` or `deny` control). The value is an open
 //!   string (an unknown one means plain INPUT_REQUIRED) and is removed when the task leaves
 //!   INPUT_REQUIRED. It also declares the task lifecycles: a first message's
 //!   `metadata["lifecycle"]` picks `conversation` (parks every turn) or `task` (completes
@@ -39,7 +40,11 @@ pub const COMMANDS_EXTENSION_URI: &str = "https://tiny-harness.dev/extensions/co
 pub const SUB_STATE_KEY: &str = "sub_state";
 
 /// The sub-states the status extension defines.
-pub const SUB_STATE_VALUES: [&str; 2] = ["awaiting-next-message", "awaiting-answer"];
+pub const SUB_STATE_VALUES: [&str; 3] = [
+    "awaiting-next-message",
+    "awaiting-answer",
+    "awaiting-approval",
+];
 
 /// The service parameter (header) naming the extensions a client activates.
 const EXTENSIONS_HEADER: &str = "a2a-extensions";
@@ -53,8 +58,10 @@ pub(crate) fn status_extension(default_lifecycle: TaskLifecycle) -> AgentExtensi
         uri: STATUS_EXTENSION_URI.to_owned(),
         description: Some(
             "A conversation parked in TASK_STATE_INPUT_REQUIRED says why in metadata.sub_state \
-             of the Task and of the status update: awaiting-next-message (the agent replied) or \
-             awaiting-answer (the agent asked a question). Unknown values mean plain \
+             of the Task and of the status update: awaiting-next-message (the agent replied), \
+             awaiting-answer (the agent asked a question) or awaiting-approval (tool calls, listed \
+             in metadata.pending_approval, wait for a control message whose action is approve \
+             or deny). Unknown values mean plain \
              INPUT_REQUIRED; the key is removed when the task leaves INPUT_REQUIRED. A task's \
              first message may set metadata.lifecycle: conversation (every turn parks in \
              INPUT_REQUIRED until a participant completes or cancels the task) or task (the \
@@ -206,7 +213,11 @@ mod tests {
         assert_eq!(extension.params["metadataKey"], json!("sub_state"));
         assert_eq!(
             extension.params["values"],
-            json!(["awaiting-next-message", "awaiting-answer"])
+            json!([
+                "awaiting-next-message",
+                "awaiting-answer",
+                "awaiting-approval"
+            ])
         );
         assert_eq!(extension.params["lifecycleMetadataKey"], json!("lifecycle"));
         assert_eq!(

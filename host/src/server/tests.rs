@@ -990,7 +990,7 @@ async fn the_card_describes_this_server() {
         extensions[0]["params"],
         json!({
             "metadataKey": "sub_state",
-            "values": ["awaiting-next-message", "awaiting-answer"],
+            "values": ["awaiting-next-message", "awaiting-answer", "awaiting-approval"],
             "lifecycleMetadataKey": "lifecycle",
             "lifecycles": ["conversation", "task"],
             "defaultLifecycle": "conversation",

@@ -48,9 +48,12 @@ use super::journal::{Journal, Published};
 use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
-use super::state::{Change, Lifecycle, StatusChange, SubState, TaskRecord, Turn, TurnWork};
+use super::state::{
+    ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, StatusChange, SubState, TaskRecord,
+    Turn, TurnWork,
+};
 use super::subtasks::{self, Report};
-use super::tools::Toolbox;
+use super::tools::{Toolbox, denied};
 use super::transcript::{self, HarnessMark};
 use super::turn;
 use crate::a2a::error::A2aError;
@@ -61,7 +64,7 @@ use crate::a2a::types::{
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{
     Participant, RequestContext, Role, StateChangedContext, SubtaskSpawnedContext, SubtaskView,
-    TaskCreatedContext, TaskRef, TaskView,
+    TaskCreatedContext, TaskRef, TaskView, ToolCall,
 };
 use crate::hooks::{Trace, TraceRecord};
 
@@ -246,6 +249,15 @@ impl TaskActor {
         if let Class::Participants(grants) = &submission.class {
             participants::check_grants(&self.record.participants, grants)?;
         }
+        if matches!(submission.class, Class::Decide { .. })
+            && self.record.pending_approval.is_empty()
+        {
+            return Err(A2aError::invalid_params(format!(
+                "no tool call of task {} awaits approval; approve and deny answer a turn that ended \
+                 awaiting-approval",
+                self.record.id
+            )));
+        }
         let limit = self.env.settings.limits.max_history_messages;
         if self.record.history.len() >= limit {
             return Err(A2aError::UnsupportedOperation(format!(
@@ -335,16 +347,43 @@ impl TaskActor {
             })),
             // The model never sees commands or envelopes (`transcript`).
             Class::Command(_) => transcript::mark(&mut message, HarnessMark::Command),
-            Class::Complete | Class::Participants(_) => {
+            Class::Complete | Class::Decide { .. } | Class::Participants(_) => {
                 transcript::mark(&mut message, HarnessMark::Envelope);
             }
+        }
+        // The calls awaiting approval are decided: by the control, or, when a
+        // participant just writes on, denied.
+        let approval = match &class {
+            Class::Decide { approve } => Some(ApprovalDecision {
+                approved: *approve,
+                by: sender.clone(),
+                implicit: false,
+            }),
+            _ => None,
+        };
+        // A participant who writes on instead of deciding denies the calls;
+        // the denials go before the message, so the model reads them in order.
+        if matches!(class, Class::Ordinary) && !self.record.pending_approval.is_empty() {
+            let decision = ApprovalDecision {
+                approved: false,
+                by: sender.clone(),
+                implicit: true,
+            };
+            for call in self.record.pending_approval.clone() {
+                self.record_step(Record::ToolResult(denied(&call, &decision)));
+            }
+            self.apply(Change::ApprovalDecided);
         }
         let events = self.events.subscribe();
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
+        if approval.is_some() {
+            self.apply(Change::ApprovalDecided);
+        }
         let work = match &class {
-            Class::Ordinary => Some(TurnWork::Model {
+            Class::Ordinary | Class::Decide { .. } => Some(TurnWork::Model {
                 sender: Some(sender.clone()),
+                approval,
             }),
             Class::Command(_) => Some(TurnWork::Command {
                 text: text.clone(),
@@ -381,7 +420,7 @@ impl TaskActor {
             finished: false,
         }));
         match class {
-            Class::Ordinary => self.start_model_turn(),
+            Class::Ordinary | Class::Decide { .. } => self.start_model_turn(),
             Class::Command(registry) => {
                 self.job = Some(Job::spawn(|_| {
                     turn::command_turn(registry, text, sender, before)
@@ -420,17 +459,31 @@ impl TaskActor {
         // Declared tools are offered by the role of whoever started the turn.
         let role = match &self.record.turn {
             Some(Turn {
-                work: TurnWork::Model {
-                    sender: Some(sender),
-                },
+                work:
+                    TurnWork::Model {
+                        sender: Some(sender),
+                        ..
+                    },
                 ..
             }) => sender.role,
             _ => Role::Reporter,
         };
+        // The approval applies to the turn's first run only: after a restart
+        // an approved call that was running is never run again.
+        let approval = match &self.record.turn {
+            Some(Turn {
+                work: TurnWork::Model { approval, .. },
+                attempt: 1,
+            }) => approval.clone(),
+            _ => None,
+        };
+        let needing_approval = &settings.agent.tools_needing_approval;
         let tools = match self.record.lifecycle {
             // A one-shot task is a participant's too: it may delegate and ask.
-            Lifecycle::Conversation | Lifecycle::Task => Toolbox::conversation(&registry, role),
-            Lifecycle::Delegated { .. } => Toolbox::delegated(&registry, role),
+            Lifecycle::Conversation | Lifecycle::Task => {
+                Toolbox::conversation(&registry, role, needing_approval)
+            }
+            Lifecycle::Delegated { .. } => Toolbox::delegated(&registry, role, needing_approval),
         };
         let system = settings.agent.system_prompt.clone();
         let budget = entry.as_ref().map_or(u64::MAX, |entry| {
@@ -446,6 +499,7 @@ impl TaskActor {
             task: self.view(),
             transcript: transcript::transcript(&self.record.history, budget),
             tools,
+            approval,
         };
         self.job = Some(Job::spawn(|link| turn.run(link)));
     }
@@ -474,6 +528,7 @@ impl TaskActor {
         self.apply(Change::Status(StatusChange::working()));
         self.apply(Change::TurnStarted(Turn::first(TurnWork::Model {
             sender: None,
+            approval: None,
         })));
         if self.settle().await.is_ok() {
             self.start_model_turn();
@@ -564,7 +619,10 @@ impl TaskActor {
             ..Ending::default()
         };
         if self.record.lifecycle == Lifecycle::Task
-            && !matches!(end, TurnEnd::Completion(_) | TurnEnd::Asked(_))
+            && !matches!(
+                end,
+                TurnEnd::Completion(_) | TurnEnd::Asked(_) | TurnEnd::AwaitingApproval(_)
+            )
         {
             return self.finish_one_shot(end, ending);
         }
@@ -589,9 +647,32 @@ impl TaskActor {
             TurnEnd::Stopped(text) => {
                 self.end_turn(text, SubState::AwaitingNextMessage, Ending::notice(ending));
             }
+            TurnEnd::AwaitingApproval(calls) => self.await_approval(calls, ending),
             TurnEnd::Command(result) => self.finish_command(result, ending),
             TurnEnd::Completion(verdict) => self.finish_completion(verdict, ending),
         }
+    }
+
+    /// The model called tools that need a participant's approval: the turn
+    /// ends `awaiting-approval` with the calls in the task's metadata and
+    /// the message's data; approve or deny resumes the loop.
+    fn await_approval(&mut self, calls: Vec<ToolCall>, ending: Ending) {
+        let listed: Vec<String> = calls
+            .iter()
+            .map(|call| format!("`{}` with {}", call.name, call.arguments))
+            .collect();
+        let text = format!(
+            "The agent wants to run {}. Approve or deny: send a message whose one data part is \
+             {{\"kind\": \"control\", \"action\": \"approve\"}} (or \"deny\").",
+            listed.join(" and ")
+        );
+        let data = serde_json::json!({ PENDING_APPROVAL_KEY: calls });
+        self.apply(Change::ApprovalRequested(calls));
+        let ending = Ending {
+            data: Some(data),
+            ..Ending::notice(ending)
+        };
+        self.end_turn(text, SubState::AwaitingApproval, ending);
     }
 
     /// The command's reply (or why it failed, or why its effects were
@@ -668,6 +749,8 @@ impl TaskActor {
                 return self.end_turn(question, SubState::AwaitingAnswer, ending);
             }
             TurnEnd::Completion(verdict) => return self.finish_completion(verdict, ending),
+            // A one-shot task waits for approval as a conversation does.
+            TurnEnd::AwaitingApproval(calls) => return self.await_approval(calls, ending),
         };
         let data = ending.data.clone();
         let reply = self.ending_message(text, ending);
@@ -772,7 +855,9 @@ impl TaskActor {
     /// model's question (a command, a refused completion): still the answer,
     /// if one is owed.
     fn waiting_sub_state(&self) -> SubState {
-        if transcript::awaits_answer(&self.record.history) {
+        if !self.record.pending_approval.is_empty() {
+            SubState::AwaitingApproval
+        } else if transcript::awaits_answer(&self.record.history) {
             SubState::AwaitingAnswer
         } else {
             SubState::AwaitingNextMessage

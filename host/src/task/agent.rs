@@ -24,7 +24,8 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 
 use super::job::{Link, Record, TurnEnd, TurnOutput};
-use super::tools::{Called, ToolRun, Toolbox};
+use super::state::ApprovalDecision;
+use super::tools::{Called, ToolRun, Toolbox, denied};
 use super::transcript::Transcript;
 use super::turn::hook_failure;
 use crate::commands::CommandRegistry;
@@ -47,6 +48,9 @@ pub(crate) struct AgentTurn {
     pub(crate) task: TaskView,
     pub(crate) transcript: Transcript,
     pub(crate) tools: Toolbox,
+    /// The participants' decision on the calls that awaited approval, when
+    /// the turn resumes after one.
+    pub(crate) approval: Option<ApprovalDecision>,
 }
 
 impl AgentTurn {
@@ -70,12 +74,9 @@ impl AgentTurn {
             ));
         };
         let mut messages = self.transcript.messages.clone();
-        for call in &self.transcript.unanswered {
-            let output = interrupted(call);
-            if !link.record(Record::ToolResult(output.clone())).await {
-                return TurnEnd::Failed("the turn's tool results could not be recorded".into());
-            }
-            messages.push(ChatMessage::Tool(output));
+        match self.settle_unanswered(link, trace).await {
+            Ok(outputs) => messages.extend(outputs.into_iter().map(ChatMessage::Tool)),
+            Err(Ended(end)) => return end,
         }
         for _round in 0..=self.max_tool_rounds {
             let request = self.request(&entry, messages.clone());
@@ -108,7 +109,7 @@ impl AgentTurn {
                 tool_calls: calls.clone(),
                 reasoning: response.reasoning,
             });
-            match self.run_calls(calls, link, trace).await {
+            match self.run_calls(calls, link, trace, Approved::No).await {
                 Ok(outputs) => messages.extend(outputs.into_iter().map(ChatMessage::Tool)),
                 Err(Ended(end)) => return end,
             }
@@ -118,6 +119,38 @@ impl AgentTurn {
              it go on.",
             self.max_tool_rounds
         ))
+    }
+
+    /// The calls of the last round that have no result yet: approved ones
+    /// run now, denied ones get the denial, and any other was cut off by a
+    /// restart and is never run again.
+    async fn settle_unanswered(
+        &self,
+        link: &Link,
+        trace: &Trace,
+    ) -> Result<Vec<ToolOutput>, Ended> {
+        let unanswered = self.transcript.unanswered.clone();
+        if unanswered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outputs = match &self.approval {
+            Some(decision) if decision.approved => {
+                return self.run_calls(unanswered, link, trace, Approved::Yes).await;
+            }
+            Some(decision) => unanswered
+                .iter()
+                .map(|call| denied(call, decision))
+                .collect::<Vec<_>>(),
+            None => unanswered.iter().map(interrupted).collect(),
+        };
+        for output in &outputs {
+            if !link.record(Record::ToolResult(output.clone())).await {
+                return Err(Ended(TurnEnd::Failed(
+                    "the turn's tool results could not be recorded".into(),
+                )));
+            }
+        }
+        Ok(outputs)
     }
 
     /// The request for the next step: system prompt, conversation, tools.
@@ -172,15 +205,21 @@ impl AgentTurn {
             .map_err(|error| hook_failure(point, error))
     }
 
-    /// Run one response's calls: `ask_participant` after the others, which
-    /// run concurrently; each result is journaled as it arrives. Returns the
-    /// results in call order, or how the turn ends (with a question).
+    /// Run one response's calls: those that need a participant's approval
+    /// (unless `approved`) wait for it, `ask_participant` comes after the
+    /// others, which run concurrently; each result is journaled as it
+    /// arrives. Returns the results in call order, or how the turn ends
+    /// (awaiting approval, or with a question).
     async fn run_calls(
         &self,
         calls: Vec<ToolCall>,
         link: &Link,
         trace: &Trace,
+        approved: Approved,
     ) -> Result<Vec<ToolOutput>, Ended> {
+        let (waiting, calls): (Vec<ToolCall>, Vec<ToolCall>) = calls
+            .into_iter()
+            .partition(|call| approved == Approved::No && self.tools.needs_approval(&call.name));
         let run = ToolRun {
             registry: &self.registry,
             tools: &self.tools,
@@ -220,6 +259,10 @@ impl AgentTurn {
             }
             outputs[index] = Some(output);
         }
+        if !waiting.is_empty() {
+            // Their results come with the approval; a question waits too.
+            return Err(Ended(TurnEnd::AwaitingApproval(waiting)));
+        }
         if let Some(question) = question {
             return Err(Ended(TurnEnd::Asked(question)));
         }
@@ -229,6 +272,13 @@ impl AgentTurn {
 
 /// The turn ends before the model answers.
 struct Ended(TurnEnd);
+
+/// Whether the calls being run were approved by a participant already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Approved {
+    Yes,
+    No,
+}
 
 /// Stream `request` to `entry`'s model: text deltas to subscribers as they
 /// come, and the whole response at the end.

@@ -13,13 +13,16 @@ use crate::commands::CommandRegistry;
 use crate::domain::Participant;
 
 /// The control actions a message may carry. Cancel stays A2A's CancelTask.
-pub(crate) const CONTROL_ACTIONS: [&str; 1] = ["complete"];
+pub(crate) const CONTROL_ACTIONS: [&str; 3] = ["complete", "approve", "deny"];
 
 /// A classified message.
 #[derive(Clone)]
 pub(crate) enum Class {
     /// `{"kind": "control", "action": "complete"}`.
     Complete,
+    /// `{"kind": "control", "action": "approve" | "deny"}`: the decision on
+    /// the tool calls awaiting approval.
+    Decide { approve: bool },
     /// `{"kind": "task", "payload": {"participants": [...]}}`.
     Participants(Vec<Participant>),
     /// `/<name> <arguments>` for a command of this registry generation, which
@@ -32,7 +35,10 @@ pub(crate) enum Class {
 impl Class {
     /// Whether this is a control or task event, which act on an existing task.
     pub(crate) fn is_envelope(&self) -> bool {
-        matches!(self, Class::Complete | Class::Participants(_))
+        matches!(
+            self,
+            Class::Complete | Class::Decide { .. } | Class::Participants(_)
+        )
     }
 }
 
@@ -84,6 +90,8 @@ fn envelope(message: &Message) -> Option<(usize, &Map<String, Value>)> {
 fn control(envelope: &Map<String, Value>, field: &str) -> Result<Class, A2aError> {
     match envelope.get("action").and_then(Value::as_str) {
         Some("complete") => Ok(Class::Complete),
+        Some("approve") => Ok(Class::Decide { approve: true }),
+        Some("deny") => Ok(Class::Decide { approve: false }),
         other => {
             let found = other.map_or_else(|| "no action".to_owned(), |a| format!("action `{a}`"));
             Err(A2aError::invalid_field(

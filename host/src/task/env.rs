@@ -52,6 +52,9 @@ pub struct AgentSettings {
     pub system_prompt: Option<String>,
     /// Tool rounds one turn may take before the loop stops it.
     pub max_tool_rounds: u32,
+    /// Tools whose every call waits for a participant's approval, whatever
+    /// their declarations say (the operator's own policy).
+    pub tools_needing_approval: Vec<String>,
 }
 
 impl AgentSettings {
@@ -63,6 +66,7 @@ impl Default for AgentSettings {
         AgentSettings {
             system_prompt: None,
             max_tool_rounds: Self::DEFAULT_MAX_TOOL_ROUNDS,
+            tools_needing_approval: Vec::new(),
         }
     }
 }

@@ -97,6 +97,8 @@ pub(crate) enum TurnEnd {
     /// The model asked the participants a question (`ask_participant`);
     /// their next message answers it.
     Asked(String),
+    /// The model called tools that need a participant's approval first.
+    AwaitingApproval(Vec<ToolCall>),
     /// The model or one of its hooks failed; the text says why.
     Failed(String),
     /// The loop stopped before the model's final answer (its tool rounds ran

@@ -111,16 +111,25 @@ mod tests {
 
     #[test]
     fn model_turns_are_retried_once_and_commands_never() {
-        let model = Turn::first(TurnWork::Model { sender: None });
+        let model = Turn::first(TurnWork::Model {
+            sender: None,
+            approval: None,
+        });
         assert_eq!(
             plan(&working(Some(model))),
             Resume::Retry(Turn {
-                work: TurnWork::Model { sender: None },
+                work: TurnWork::Model {
+                    sender: None,
+                    approval: None,
+                },
                 attempt: 2
             })
         );
         let retried = Turn {
-            work: TurnWork::Model { sender: None },
+            work: TurnWork::Model {
+                sender: None,
+                approval: None,
+            },
             attempt: 2,
         };
         assert!(matches!(

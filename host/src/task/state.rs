@@ -17,7 +17,7 @@ use crate::a2a::types::{
     Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
-use crate::domain::{Participant, SubtaskView, TaskView, Usage};
+use crate::domain::{Participant, SubtaskView, TaskView, ToolCall, Usage};
 use crate::store::StoredTask;
 
 /// Where the status extension writes the sub-state (decision 007).
@@ -34,6 +34,8 @@ pub const LIFECYCLE_KEY: &str = "lifecycle";
 pub(crate) const REPLY_ARTIFACT_PREFIX: &str = "reply-";
 /// The reply artifact's metadata: the id of the reply message in the history.
 pub(crate) const REPLY_MESSAGE_KEY: &str = "message_id";
+/// Task metadata: the tool calls waiting for a participant's approval.
+pub(crate) const PENDING_APPROVAL_KEY: &str = "pending_approval";
 /// Task metadata: the tokens the conversation's models reported, in total.
 pub(crate) const USAGE_KEY: &str = "usage";
 
@@ -45,11 +47,15 @@ pub(crate) fn new_id() -> String {
 /// Why a conversation is parked in `INPUT_REQUIRED`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+// The variants are the status extension's values, `awaiting-...` each.
+#[allow(clippy::enum_variant_names)]
 pub(crate) enum SubState {
     /// The agent replied; the conversation waits for whatever comes next.
     AwaitingNextMessage,
     /// The agent asked the participants a question.
     AwaitingAnswer,
+    /// A tool call waits for a participant to approve or deny it.
+    AwaitingApproval,
 }
 
 impl SubState {
@@ -57,6 +63,7 @@ impl SubState {
         match self {
             SubState::AwaitingNextMessage => "awaiting-next-message",
             SubState::AwaitingAnswer => "awaiting-answer",
+            SubState::AwaitingApproval => "awaiting-approval",
         }
     }
 }
@@ -98,6 +105,10 @@ pub(crate) enum TurnWork {
     Model {
         #[serde(default)]
         sender: Option<Participant>,
+        /// The participants' decision on the calls that awaited approval,
+        /// when this turn resumes after one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<ApprovalDecision>,
     },
     /// A command; `text` is the whole message, e.g. `/deploy prod`.
     Command { text: String, sender: Participant },
@@ -150,6 +161,19 @@ pub(crate) struct TaskRecord {
     /// Tokens its models reported, over every turn.
     #[serde(default)]
     pub(crate) usage: UsageTotals,
+    /// Tool calls the model made that wait for a participant's approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending_approval: Vec<ToolCall>,
+}
+
+/// What a participant decided about the calls awaiting approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ApprovalDecision {
+    pub(crate) approved: bool,
+    pub(crate) by: Participant,
+    /// Denied because the participant sent a message instead of deciding.
+    #[serde(default)]
+    pub(crate) implicit: bool,
 }
 
 /// Tokens reported over a task's turns.
@@ -181,6 +205,11 @@ pub(crate) enum Change {
     TurnStarted(Turn),
     /// A turn's models reported these tokens.
     Usage(Usage),
+    /// These tool calls wait for a participant's approval.
+    ApprovalRequested(Vec<ToolCall>),
+    /// A participant decided on them (the turn that follows runs or
+    /// refuses them).
+    ApprovalDecided,
 }
 
 impl Change {
@@ -196,6 +225,8 @@ impl Change {
             Change::Subtask(_) => "subtask",
             Change::TurnStarted(_) => "turn_started",
             Change::Usage(_) => "usage",
+            Change::ApprovalRequested(_) => "approval_requested",
+            Change::ApprovalDecided => "approval_decided",
         }
     }
 }
@@ -297,6 +328,7 @@ impl TaskRecord {
             turn: None,
             changes: 0,
             usage: UsageTotals::default(),
+            pending_approval: Vec::new(),
         }
     }
 
@@ -398,6 +430,14 @@ impl TaskRecord {
                 self.turn = Some(turn);
                 Applied::default()
             }
+            Change::ApprovalRequested(calls) => {
+                self.pending_approval = calls;
+                Applied::default()
+            }
+            Change::ApprovalDecided => {
+                self.pending_approval.clear();
+                Applied::default()
+            }
             Change::Usage(usage) => {
                 let totals = &mut self.usage;
                 totals.input_tokens = totals.input_tokens.saturating_add(usage.input_tokens);
@@ -488,6 +528,9 @@ impl TaskRecord {
         }
         if self.usage.turns > 0 {
             metadata.insert(USAGE_KEY.into(), json!(self.usage));
+        }
+        if !self.pending_approval.is_empty() {
+            metadata.insert(PENDING_APPROVAL_KEY.into(), json!(self.pending_approval));
         }
         metadata
     }

@@ -19,14 +19,16 @@
 use serde_json::{Value, json};
 
 use super::job::{Link, SubtaskEnd};
+use super::state::ApprovalDecision;
 use super::transcript::ASK_PARTICIPANT;
 use super::turn::hook_failure;
 use crate::commands::CommandRegistry;
 use crate::domain::{
-    Role, SubtaskSpawnedContext, TaskRef, TaskView, ToolCall, ToolContext, ToolOutput, ToolResult,
-    ToolSpec,
+    Participant, Role, SubtaskSpawnedContext, TaskRef, TaskView, ToolCall, ToolContext, ToolOutput,
+    ToolResult, ToolSpec,
 };
 use crate::hooks::{ChainError, HookCall, HookPoint, Operation, Phase, Trace};
+use crate::tools::Approval;
 
 /// The intrinsic tool that delegates work to a sub-task.
 pub(crate) const SPAWN_SUBTASK: &str = "spawn_subtask";
@@ -37,6 +39,8 @@ pub(crate) const SPAWN_SUBTASK: &str = "spawn_subtask";
 pub(crate) struct Toolbox {
     intrinsic: Vec<Intrinsic>,
     declared: Vec<ToolSpec>,
+    /// Tools whose calls wait for a participant's approval.
+    needing_approval: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,19 +61,44 @@ pub(crate) enum Called {
 impl Toolbox {
     /// A conversation's tools: both intrinsic tools, and the declared tools
     /// `role` may use.
-    pub(crate) fn conversation(registry: &CommandRegistry, role: Role) -> Self {
+    /// `operator_approval` names tools every call of which waits for a
+    /// participant's approval, beside those declared `approval = "ask"`.
+    pub(crate) fn conversation(
+        registry: &CommandRegistry,
+        role: Role,
+        operator_approval: &[String],
+    ) -> Self {
+        let needing_approval = registry
+            .tools()
+            .filter(|tool| tool.declaration.approval == Approval::Ask)
+            .map(|tool| tool.declaration.name.clone())
+            .chain(operator_approval.iter().cloned())
+            .collect();
         Toolbox {
             intrinsic: vec![Intrinsic::SpawnSubtask, Intrinsic::AskParticipant],
             declared: declared(registry, role),
+            needing_approval,
         }
     }
 
-    /// A delegated task's tools: the declared ones, none of the intrinsic.
-    pub(crate) fn delegated(registry: &CommandRegistry, role: Role) -> Self {
-        Toolbox {
-            intrinsic: Vec::new(),
-            declared: declared(registry, role),
-        }
+    /// A delegated task's tools: the declared ones, none of the intrinsic,
+    /// and none that need approval (a delegated task takes no messages, so
+    /// nobody could approve).
+    pub(crate) fn delegated(
+        registry: &CommandRegistry,
+        role: Role,
+        operator_approval: &[String],
+    ) -> Self {
+        let mut tools = Toolbox::conversation(registry, role, operator_approval);
+        tools.intrinsic.clear();
+        let needing = std::mem::take(&mut tools.needing_approval);
+        tools.declared.retain(|spec| !needing.contains(&spec.name));
+        tools
+    }
+
+    /// Whether a call of `name` waits for a participant's approval.
+    pub(crate) fn needs_approval(&self, name: &str) -> bool {
+        self.needing_approval.iter().any(|tool| tool == name)
     }
 
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
@@ -314,5 +343,24 @@ fn output(call: &ToolCall, result: Option<ToolResult>) -> ToolOutput {
         name: call.name.clone(),
         content,
         is_error,
+    }
+}
+
+/// What the model reads for a call the participants did not approve.
+pub(crate) fn denied(call: &ToolCall, decision: &ApprovalDecision) -> ToolOutput {
+    let Participant { id, role } = &decision.by;
+    let content = if decision.implicit {
+        format!(
+            "This call was not approved: {id} ({role}) sent a new message instead of approving \
+             it. Do not call it again unless they ask for it."
+        )
+    } else {
+        format!("{id} ({role}) denied this call. Do not call it again unless they ask for it.")
+    };
+    ToolOutput {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: true,
     }
 }

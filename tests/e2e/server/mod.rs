@@ -2,6 +2,7 @@
 
 pub(crate) mod support;
 
+mod approvals;
 mod commands;
 mod completion;
 mod errors;

@@ -274,6 +274,7 @@ async fn the_loop_stops_after_its_tool_rounds_and_in_executors_serve_tools() {
         agent: AgentSettings {
             max_tool_rounds: 2,
             system_prompt: Some("Be brief.".into()),
+            ..AgentSettings::default()
         },
         ..TaskSettings::default()
     };
@@ -357,4 +358,108 @@ fn an_executor_at_a_phase_that_never_runs_is_refused() {
         assert!(error.contains("where no executor ever runs"), "{error}");
     }
     assert!(builder.add_hook(entry("task.created.pre")).is_ok());
+}
+
+/// A service whose operator wants every `spawn_subtask` call approved.
+fn approving_service() -> TaskService {
+    let loaded = PluginLoader::new(runtime()).load(None, CommandRegistry::builder());
+    let settings = TaskSettings {
+        agent: AgentSettings {
+            tools_needing_approval: vec!["spawn_subtask".into()],
+            ..AgentSettings::default()
+        },
+        ..settings()
+    };
+    let models = offline_models(&settings);
+    TaskService::new(settings, Registries::new(loaded.registry), models)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_needs_approval_waits_for_it_and_runs_once_approved() {
+    let service = approving_service();
+    let asked = start(&service, "alice", &spawn_calls(&["hello"])).await;
+    assert_parked(&asked, "awaiting-approval");
+    let pending = &asked.metadata["pending_approval"];
+    assert_eq!(pending[0]["name"], "spawn_subtask", "{pending}");
+    assert_eq!(pending[0]["arguments"]["goal"], "hello");
+    assert!(
+        subtasks(&asked).is_empty(),
+        "nothing ran before the approval"
+    );
+    assert!(status_text(&asked).starts_with("The agent wants to run `spawn_subtask`"));
+
+    // A watcher may not decide; nothing changes.
+    send(&service, "alice", grant(&asked.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let refused = send(&service, "bob", control(&asked.id, "approve")).await;
+    assert!(
+        matches!(&refused, Err(A2aError::RoleRefused { .. })),
+        "{refused:?}"
+    );
+    // A participants event keeps the approval pending.
+    let still = get(&service, "alice", &asked.id).await.expect("visible");
+    assert_parked(&still, "awaiting-approval");
+
+    let approved = send(&service, "alice", control(&asked.id, "approve"))
+        .await
+        .expect("approved");
+    assert_parked(&approved, "awaiting-next-message");
+    assert!(!approved.metadata.contains_key("pending_approval"));
+    assert_eq!(subtasks(&approved).len(), 1);
+    let reply = status_text(&approved);
+    assert!(reply.starts_with("Tool spawn_subtask answered:"), "{reply}");
+    assert!(reply.contains("You said: hello"), "{reply}");
+
+    // Nothing awaits approval now.
+    let nothing = send(&service, "alice", control(&asked.id, "approve")).await;
+    assert!(
+        matches!(&nothing, Err(A2aError::InvalidParams { message, .. }) if message.contains("awaits approval")),
+        "{nothing:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_never_runs_and_the_model_reads_who_denied_it() {
+    let service = approving_service();
+    let asked = start(&service, "alice", &spawn_calls(&["hello"])).await;
+    assert_parked(&asked, "awaiting-approval");
+    let denied = send(&service, "alice", control(&asked.id, "deny"))
+        .await
+        .expect("denied");
+    assert_parked(&denied, "awaiting-next-message");
+    let reply = status_text(&denied);
+    assert!(
+        reply.starts_with("Tool spawn_subtask failed: alice (reporter) denied this call"),
+        "{reply}"
+    );
+    assert!(subtasks(&denied).is_empty());
+
+    // Writing on instead of deciding denies it too, and the model reads the
+    // new message after the denial.
+    let asked = send(
+        &service,
+        "alice",
+        say(Some(&asked.id), &spawn_calls(&["again"])),
+    )
+    .await
+    .expect("asked");
+    assert_parked(&asked, "awaiting-approval");
+    let moved_on = send(&service, "alice", say(Some(&asked.id), "never mind"))
+        .await
+        .expect("answered");
+    assert_parked(&moved_on, "awaiting-next-message");
+    assert!(
+        status_text(&moved_on).starts_with("You said: never mind"),
+        "{}",
+        status_text(&moved_on)
+    );
+    assert!(subtasks(&moved_on).is_empty());
+    let results: Vec<String> = moved_on
+        .history
+        .iter()
+        .filter(|m| m.metadata.get("stream").and_then(Value::as_str) == Some("tool-result"))
+        .map(message_text)
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
 }

@@ -295,7 +295,10 @@ async fn a_turn_cut_twice_and_a_command_cut_once_are_not_run_again() {
     let record = conversation();
     let message = user_text(&record, "work for 1 seconds");
     let retried = Turn {
-        work: TurnWork::Model { sender: None },
+        work: TurnWork::Model {
+            sender: None,
+            approval: None,
+        },
         attempt: 2,
     };
     let twice = store_task(
