@@ -95,7 +95,26 @@ impl Session {
         self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
-    /// What ended the session, as far as it can be told: the process's
+    /// What ended a session whose transport closed: the reason the harness
+    /// cut it, or a stdio server's exit status, waiting at most `within`
+    /// for the process to exit (its stdout closes a moment before).
+    pub(crate) async fn why_ended(&self, within: Duration) -> String {
+        if let Some(reason) = self.broke.lock().ok().and_then(|why| why.clone()) {
+            return reason;
+        }
+        let child = self.child.lock().ok().and_then(|mut child| child.take());
+        let Some(mut child) = child else {
+            return "the connection closed".to_owned();
+        };
+        // The child, dropped after this, kills what is left of its group.
+        match tokio::time::timeout(within, child.0.wait()).await {
+            Ok(Ok(status)) => format!("the process exited: {status}"),
+            Ok(Err(error)) => format!("its process cannot be waited for: {error}"),
+            Err(_) => "it closed its output and was stopped".to_owned(),
+        }
+    }
+
+    /// What ended the session, as far as it can be told now: the process's
     /// exit, or the reason the harness cut it.
     pub(crate) fn why_closed(&self) -> String {
         if let Some(reason) = self.broke.lock().ok().and_then(|why| why.clone()) {
@@ -219,10 +238,31 @@ fn spawn(
     if let Some(cwd) = cwd {
         process.current_dir(cwd);
     }
+    die_with_the_harness(&mut process);
     let mut wrapped = CommandWrap::from(process);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     wrapped.spawn()
 }
+
+/// On Linux, the server is killed when the harness dies, even by SIGKILL
+/// (which runs no drop): no stdio server outlives the harness that started it.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_the_harness(process: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only prctl(2), which is async-signal-safe; it allocates nothing.
+    unsafe {
+        process.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_the_harness(_process: &mut tokio::process::Command) {}
 
 /// Log a server's stderr, line by line, within its budget.
 async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {

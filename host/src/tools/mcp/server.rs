@@ -21,6 +21,10 @@ use crate::domain::ToolResult;
 use crate::hooks::Progress;
 use crate::tools::ToolDeclaration;
 
+/// How long a call that lost its session waits for a stdio server's process
+/// to exit, to say how it ended.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
 /// An allowlisted tool the server listed, as the model is offered it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct OfferedTool {
@@ -385,11 +389,10 @@ impl McpServer {
         if current {
             sessions.current = None;
         }
-        // Give the process a moment to be reaped, so its exit status can be read.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let why = match session.why_closed() {
-            why if session.is_closed() => why,
-            _ => error.to_string(),
+        let why = if session.is_closed() || matches!(error, ServiceError::TransportClosed) {
+            session.why_ended(EXIT_WAIT).await
+        } else {
+            error.to_string()
         };
         if current {
             tracing::warn!(mcp = %self.name(), %why, "the MCP server stopped during a call");
