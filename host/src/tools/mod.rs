@@ -8,6 +8,17 @@
 //! schema), who may use it (the roles of the participant whose message
 //! started the turn), how long a call may take, and whether a participant
 //! must approve each call first.
+//!
+//! * `schema.rs`: the input schema compiled, and the check every call's
+//!   arguments pass before the body runs;
+//! * `body.rs`: tool bodies (Wasm components, native Rust) as `in`
+//!   executors.
+
+mod body;
+mod schema;
+
+pub use body::{NativeTool, ToolBody, ToolBodyExecutor, ToolBodyResult};
+pub use schema::ArgumentSchema;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
