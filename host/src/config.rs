@@ -1237,8 +1237,13 @@ mod tests {
         assert_eq!(config.plugins.instances.per_plugin, 4);
         let message = error("[plugins.instances]\nbuiltin = 0");
         assert!(message.contains("`plugins.instances.builtin`"), "{message}");
+        // Network is granted rule by rule, never as a switch.
         let message = error("[plugins.grants.probe]\nnetwork = true");
-        assert!(message.contains("unknown field `network`"), "{message}");
+        assert!(message.contains("expected a sequence"), "{message}");
+        let message = error("[plugins.grants.probe]\nnetwork = [\"ftp://x.example\"]");
+        assert!(message.contains("the scheme is http or https"), "{message}");
+        let message = error("[plugins.grants.probe]\nhttp = true");
+        assert!(message.contains("unknown field `http`"), "{message}");
     }
 
     #[test]

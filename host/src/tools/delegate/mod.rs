@@ -28,11 +28,10 @@ use tokio::time::{Instant, timeout_at};
 
 use self::client::RemoteAgent;
 use self::settings::{DelegateSettings, TOOL_PREFIX};
-use super::ToolDeclaration;
-use super::body::{BodyExecutor, ToolBody};
+use super::{ToolBody, ToolBodyExecutor, ToolBodyResult, ToolDeclaration};
 use crate::a2a::types::{Message, Part, PartContent, Role as A2aRole, StreamResponse, TaskState};
 use crate::commands::RegistryBuilder;
-use crate::domain::{ToolCall, ToolResult};
+use crate::domain::{TaskView, ToolCall, ToolResult};
 use crate::hooks::{
     BoxFuture, DEFAULT_PRIORITY, ExecutorKind, HookEntry, HookPoint, Operation, Phase, Progress,
 };
@@ -101,7 +100,7 @@ impl Delegate {
             priority: DEFAULT_PRIORITY,
             kind: ExecutorKind::Native,
             source: format!("a2a {}", self.settings.url),
-            executor: Arc::new(BodyExecutor(self.clone())),
+            executor: Arc::new(ToolBodyExecutor::new(self.clone())),
         };
         if let Err(error) = builder.add_hook(entry) {
             tracing::warn!(agent = %self.name(), %error, "the delegate's body cannot be registered");
@@ -248,8 +247,9 @@ impl ToolBody for Delegate {
     fn call<'a>(
         &'a self,
         call: &'a ToolCall,
+        _task: &'a TaskView,
         progress: Option<&'a dyn Progress>,
-    ) -> BoxFuture<'a, ToolResult> {
+    ) -> BoxFuture<'a, ToolBodyResult> {
         Box::pin(async move {
             let task = call
                 .arguments
@@ -257,13 +257,13 @@ impl ToolBody for Delegate {
                 .and_then(Value::as_str)
                 .map(str::trim)
                 .filter(|task| !task.is_empty());
-            match task {
+            Ok(match task {
                 Some(task) => self.delegate(task.to_owned(), progress).await,
                 None => ToolResult::Error(format!(
                     "{} takes {{\"task\": \"...\"}}: a non-empty string",
                     call.name
                 )),
-            }
+            })
         })
     }
 }

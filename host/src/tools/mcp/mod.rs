@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 pub use server::McpServer;
 
-use super::body::{BodyExecutor, ToolBody};
+use super::{ToolBody, ToolBodyExecutor, ToolBodyResult};
 use crate::commands::RegistryBuilder;
-use crate::domain::{ToolCall, ToolResult};
+use crate::domain::{TaskView, ToolCall};
 use crate::hooks::{
     BoxFuture, DEFAULT_PRIORITY, ExecutorKind, HookEntry, HookPoint, Operation, Phase, Progress,
 };
@@ -53,7 +53,7 @@ pub(crate) fn register(server: &Arc<McpServer>, builder: &mut RegistryBuilder) {
             priority: DEFAULT_PRIORITY,
             kind: ExecutorKind::Native,
             source: server.source(),
-            executor: Arc::new(BodyExecutor(Arc::new(body))),
+            executor: Arc::new(ToolBodyExecutor::new(Arc::new(body))),
         };
         if let Err(error) = builder.add_hook(entry) {
             tracing::warn!(mcp = %server.name(), %error, "an MCP tool's body cannot be registered");
@@ -71,8 +71,9 @@ impl ToolBody for McpToolBody {
     fn call<'a>(
         &'a self,
         call: &'a ToolCall,
+        _task: &'a TaskView,
         progress: Option<&'a dyn Progress>,
-    ) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.server.call(&self.remote, &call.arguments, progress))
+    ) -> BoxFuture<'a, ToolBodyResult> {
+        Box::pin(async move { Ok(self.server.call(&self.remote, &call.arguments, progress).await) })
     }
 }
