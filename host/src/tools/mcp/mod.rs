@@ -74,6 +74,11 @@ impl ToolBody for McpToolBody {
         _task: &'a TaskView,
         progress: Option<&'a dyn Progress>,
     ) -> BoxFuture<'a, ToolBodyResult> {
-        Box::pin(async move { Ok(self.server.call(&self.remote, &call.arguments, progress).await) })
+        Box::pin(async move {
+            Ok(self
+                .server
+                .call(&self.remote, &call.arguments, progress)
+                .await)
+        })
     }
 }
