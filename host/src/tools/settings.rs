@@ -2,8 +2,25 @@
 //! roles, the checks on names and bounds, and secrets read from the
 //! environment.
 
+use std::time::Duration;
+
 use crate::domain::Role;
 use crate::secret::Secret;
+use crate::tools::MAX_TOOL_TIMEOUT_MS;
+
+/// The longest a source's own timeout may be: a declared tool's longest.
+pub(crate) const MAX_SOURCE_TIMEOUT_SECS: u64 = MAX_TOOL_TIMEOUT_MS / 1000;
+
+/// The declared time of a source's tool: the source's own timeout and a
+/// second more (within [`MAX_TOOL_TIMEOUT_MS`]), so that a call past its
+/// time reads the source's own message (which names its key) and not the
+/// harness's generic one.
+pub(crate) fn declared_timeout_ms(timeout: Duration) -> u64 {
+    u64::try_from(timeout.as_millis())
+        .unwrap_or(u64::MAX)
+        .saturating_add(1000)
+        .min(MAX_TOOL_TIMEOUT_MS)
+}
 
 /// Whose turns may use a source's tools when its table does not say:
 /// reporter, assignee and admin (admins may use every tool; watchers none).

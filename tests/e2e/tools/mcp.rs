@@ -4,9 +4,13 @@
 //! offline model calls their tools (`use tool <server>__<tool> with ...`).
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
 
 use super::{Helper, free_port, tests_dir, trace_steps};
 use crate::server::support::{Server, status_text};
+use crate::support::PluginsFolder;
 
 fn node_modules() -> PathBuf {
     let dir = tests_dir().join("mcp/node_modules");
@@ -179,4 +183,94 @@ fn pid_of(reply: &str) -> String {
         .and_then(|rest| rest.split(':').next())
         .expect("a crashy reply")
         .to_owned()
+}
+
+/// A policy endpoint: every `tool.invoked.pre` call it is asked about is
+/// refused, and the tools it was asked about are kept.
+async fn refusing_policy() -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let app = axum::Router::new().route(
+        "/policy",
+        axum::routing::post(move |axum::Json(request): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                let tool = request["params"]["context"]["call"]["name"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned();
+                seen.lock().expect("lock").push(tool);
+                axum::Json(json!({"jsonrpc": "2.0", "id": request["id"], "result":
+                    {"decision": "abort", "reason": "policy", "message": "no MCP calls today"}}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, asked)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_policy_hook_sees_and_refuses_mcp_calls_like_any_tools() {
+    let (addr, asked) = refusing_policy().await;
+    let hooks = json!({"hooks": [{"name": "no-mcp", "point": "tool.invoked.pre",
+                                  "url": format!("http://{addr}/policy")}]});
+    let plugins = PluginsFolder::new().with_plugin(
+        "policy",
+        &[
+            ("plugin.json", r#"{"name": "policy", "version": "1.0.0"}"#),
+            ("hooks.json", &hooks.to_string()),
+        ],
+    );
+    let server = Server::start(
+        &config(&format!(
+            "[mcp.crashy]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\ntools = [\"echo\"]\n",
+            crashy()
+        )),
+        Some(plugins.path()),
+    );
+    let (reply, _) = call(&server, "crashy__echo", r#"{"message": "hi"}"#).await;
+    assert!(
+        reply.starts_with("Tool crashy__echo failed: the call was refused by policy/no-mcp (policy): no MCP calls today"),
+        "{reply}"
+    );
+    assert_eq!(*asked.lock().expect("lock"), ["crashy__echo"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_servers_progress_notifications_reach_the_turns_stream() {
+    let server = Server::start(
+        &config(&format!(
+            "[mcp.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\ntools = [\"trigger-long-running-operation\"]\n",
+            everything()
+        )),
+        None,
+    );
+    let text =
+        r#"use tool everything__trigger-long-running-operation with {"duration": 0.9, "steps": 3}"#;
+    let events = server
+        .client("alice")
+        .stream(
+            "SendStreamingMessage",
+            json!({ "message": crate::server::support::text_message(None, text) }),
+        )
+        .await;
+    let texts: Vec<String> = events
+        .iter()
+        .filter_map(|event| Some(status_text(event["result"].get("statusUpdate")?)))
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|text| text == "trigger-long-running-operation: 1 of 3"),
+        "{texts:?}"
+    );
+    let reply = texts.last().expect("a final update");
+    assert!(
+        reply.contains("Long running operation completed. Duration: 0.9 seconds, Steps: 3."),
+        "{reply}"
+    );
 }

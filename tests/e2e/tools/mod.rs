@@ -39,7 +39,7 @@ impl Helper {
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start {program}: {error}"));
         let helper = Helper(child);

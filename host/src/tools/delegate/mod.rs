@@ -28,6 +28,7 @@ use tokio::time::{Instant, timeout_at};
 
 use self::client::RemoteAgent;
 use self::settings::{DelegateSettings, TOOL_PREFIX};
+use super::settings::declared_timeout_ms;
 use super::{ToolBody, ToolBodyExecutor, ToolBodyResult, ToolDeclaration};
 use crate::a2a::types::{Message, Part, PartContent, Role as A2aRole, StreamResponse, TaskState};
 use crate::commands::RegistryBuilder;
@@ -77,7 +78,7 @@ impl Delegate {
                 "required": ["task"],
                 "additionalProperties": false,
             }),
-            timeout_ms: u64::try_from(self.settings.timeout.as_millis()).unwrap_or(u64::MAX),
+            timeout_ms: declared_timeout_ms(self.settings.timeout),
             roles: self.settings.roles.clone(),
             approval: self.settings.approval,
         }

@@ -24,7 +24,8 @@ use crate::secret::Secret;
 use crate::tools::Approval;
 use crate::tools::mcp::settings::check_url;
 use crate::tools::settings::{
-    KeyProblem, check_env_name, check_range, check_source_name, default_roles, read_secret,
+    KeyProblem, MAX_SOURCE_TIMEOUT_SECS, check_env_name, check_range, check_source_name,
+    default_roles, read_secret,
 };
 
 /// The prefix of a delegate's tool name.
@@ -112,7 +113,11 @@ impl DelegateConfig {
         if let Some(variable) = &self.token_env {
             check_env_name(key("token_env"), variable)?;
         }
-        check_range(key("timeout_secs"), self.timeout_secs, 1..=3600)?;
+        check_range(
+            key("timeout_secs"),
+            self.timeout_secs,
+            1..=MAX_SOURCE_TIMEOUT_SECS,
+        )?;
         check_range(key("max_concurrent"), self.max_concurrent.into(), 1..=256)?;
         check_range(
             key("max_event_bytes"),

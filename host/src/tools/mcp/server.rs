@@ -4,12 +4,15 @@
 //! within `timeout_secs`, progress relayed, cancelled when dropped).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout_at};
@@ -20,6 +23,7 @@ use super::settings::{McpServerSettings, Transport};
 use crate::domain::ToolResult;
 use crate::hooks::Progress;
 use crate::tools::ToolDeclaration;
+use crate::tools::settings::declared_timeout_ms;
 
 /// How long a call that lost its session waits for a stdio server's process
 /// to exit, to say how it ended.
@@ -41,7 +45,6 @@ pub struct McpServer {
     tools: RwLock<Vec<OfferedTool>>,
     calls: Semaphore,
     progress: ProgressRoutes,
-    next_token: AtomicU64,
     /// Bumped when any source's offered tools change.
     changed: watch::Sender<u64>,
 }
@@ -71,7 +74,6 @@ impl McpServer {
             session: tokio::sync::Mutex::new(Sessions::default()),
             tools: RwLock::new(Vec::new()),
             progress: Arc::new(Mutex::new(HashMap::new())),
-            next_token: AtomicU64::new(1),
             changed,
         })
     }
@@ -164,22 +166,29 @@ impl McpServer {
             Ok(session) => session,
             Err(reason) => return ToolResult::Error(reason),
         };
-        let token = ProgressToken(NumberOrString::String(
-            format!(
-                "tiny-harness-{}",
-                self.next_token.fetch_add(1, Ordering::Relaxed)
-            )
-            .into(),
-        ));
-        let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
-        params.meta = Some(RequestMetaObject::with_progress_token(token.clone()));
-        let (sender, mut reports) = mpsc::channel(16);
-        let _route = Route::add(&self.progress, token, sender);
+        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let peer = session.service.peer().clone();
-        let call = peer.call_tool(params);
+        // The SDK gives every request a progress token of its own; the
+        // handle says which, so the server's progress finds this call.
+        let handle = match timeout_at(
+            deadline,
+            peer.send_request_with_option(request, PeerRequestOptions::no_options()),
+        )
+        .await
+        {
+            Ok(Ok(handle)) => handle,
+            Ok(Err(error)) => return self.stopped(remote, session, &error).await,
+            Err(_elapsed) => return self.too_slow(remote),
+        };
+        let (sender, mut reports) = mpsc::channel(16);
+        let _route = Route::add(&self.progress, handle.progress_token.clone(), sender);
+        let mut abandoned = Abandoned {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let call = handle.await_response();
         tokio::pin!(call);
-        // Dropping `call` (a cancelled turn, the timeout) sends the server
-        // notifications/cancelled for it.
         let answer = loop {
             tokio::select! {
                 answer = timeout_at(deadline, &mut call) => break answer,
@@ -190,12 +199,17 @@ impl McpServer {
                 }
             }
         };
+        if answer.is_ok() {
+            abandoned.disarm();
+        }
+        let answer = answer.map(|answer| {
+            answer.and_then(|result| match result {
+                ServerResult::CallToolResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            })
+        });
         match answer {
-            Err(_elapsed) => ToolResult::Error(format!(
-                "`{remote}` of the MCP server `{name}` did not answer within {} s ([mcp.{name}] \
-                 timeout_secs); the call was cancelled",
-                limit.as_secs()
-            )),
+            Err(_elapsed) => self.too_slow(remote),
             Ok(Ok(result)) => {
                 self.worked().await;
                 tool_result(name, remote, &result)
@@ -207,15 +221,33 @@ impl McpServer {
                     error.message
                 ))
             }
-            Ok(Err(error)) => {
-                let why = self.lost(session, &error).await;
-                ToolResult::Error(format!(
-                    "the MCP server `{name}` stopped during the call to `{remote}` ({why}); \
-                     whether the call took effect is unknown. The server is restarted for the \
-                     next call."
-                ))
-            }
+            Ok(Err(error)) => self.stopped(remote, session, &error).await,
         }
+    }
+
+    /// The answer to a call past its time (it was cancelled).
+    fn too_slow(&self, remote: &str) -> ToolResult {
+        let name = self.name();
+        ToolResult::Error(format!(
+            "`{remote}` of the MCP server `{name}` did not answer within {} s ([mcp.{name}] \
+             timeout_secs); the call was cancelled",
+            self.settings.timeout.as_secs()
+        ))
+    }
+
+    /// The answer to a call whose session broke.
+    async fn stopped(
+        &self,
+        remote: &str,
+        session: Arc<Session>,
+        error: &ServiceError,
+    ) -> ToolResult {
+        let why = self.lost(session, error).await;
+        ToolResult::Error(format!(
+            "the MCP server `{}` stopped during the call to `{remote}` ({why}); whether the call \
+             took effect is unknown. The server is restarted for the next call.",
+            self.name()
+        ))
     }
 
     /// The session to call through: the current one, or a new one (after
@@ -355,7 +387,7 @@ impl McpServer {
                 name: offered_as,
                 description: description(name, wanted, tool.description.as_deref()),
                 input_schema: Value::Object((*tool.input_schema).clone()),
-                timeout_ms: u64::try_from(self.settings.timeout.as_millis()).unwrap_or(u64::MAX),
+                timeout_ms: declared_timeout_ms(self.settings.timeout),
                 roles: self.settings.roles.clone(),
                 approval: self.settings.approval,
             };
@@ -412,6 +444,36 @@ impl McpServer {
             .min(self.settings.max_restart_backoff);
         sessions.not_before = Some(Instant::now() + backoff);
         sessions.last_failure = Some(why);
+    }
+}
+
+/// Tells the server a call is abandoned (`notifications/cancelled`) when
+/// dropped while armed: the turn was cancelled, or the call timed out.
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Abandoned {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let cancelled = CancelledNotificationParam::new(
+                Some(id),
+                Some("the call was abandoned by the harness".to_owned()),
+            );
+            let _ = peer.notify_cancelled(cancelled).await;
+        });
     }
 }
 

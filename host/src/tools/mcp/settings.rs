@@ -32,7 +32,8 @@ use serde::Deserialize;
 use crate::domain::Role;
 use crate::tools::Approval;
 use crate::tools::settings::{
-    KeyProblem, check_env_name, check_range, check_source_name, default_roles,
+    KeyProblem, MAX_SOURCE_TIMEOUT_SECS, check_env_name, check_range, check_source_name,
+    default_roles,
 };
 
 /// The longest server name: `<server>__<tool>` must stay within the
@@ -222,7 +223,11 @@ impl McpServerConfig {
         if let Some(blank) = self.tools.iter().find(|tool| tool.trim().is_empty()) {
             return Err((key("tools"), format!("`{blank}` is not a tool name")));
         }
-        check_range(key("timeout_secs"), self.timeout_secs, 1..=600)?;
+        check_range(
+            key("timeout_secs"),
+            self.timeout_secs,
+            1..=MAX_SOURCE_TIMEOUT_SECS,
+        )?;
         check_range(
             key("connect_timeout_secs"),
             self.connect_timeout_secs,
