@@ -159,3 +159,57 @@ impl DelegateConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError};
+
+    #[test]
+    fn a_delegates_table_is_checked_key_by_key() {
+        let cases = [
+            (
+                "[agents.x]\nurl = \"mailto:a@b\"",
+                "agents.x.url",
+                "not an http://",
+            ),
+            (
+                "[agents.x]\nurl = \"http://h\"\ndescription = \" \"",
+                "agents.x.description",
+                "the model reads it",
+            ),
+            (
+                "[agents.x]\nurl = \"http://h\"\ntimeout_secs = 601",
+                "agents.x.timeout_secs",
+                "from 1 to 600",
+            ),
+            (
+                "[agents.x]\nurl = \"http://h\"\nmax_concurrent = 0",
+                "agents.x.max_concurrent",
+                "from 1 to 256",
+            ),
+            (
+                "[agents.\"has space\"]\nurl = \"http://h\"",
+                "agents.has space",
+                "1 to 55",
+            ),
+        ];
+        for (toml, key, says) in cases {
+            match Config::from_toml(toml) {
+                Err(ConfigError::Invalid {
+                    key: got_key,
+                    problem,
+                }) => {
+                    assert_eq!(got_key, key, "{toml}");
+                    assert!(problem.contains(says), "{toml}: {problem}");
+                }
+                other => panic!("{toml}: not refused as invalid: {other:?}"),
+            }
+        }
+        let config =
+            Config::from_toml("[agents.peer]\nurl = \"https://peer.example\"").expect("valid");
+        let settings = config.agents["peer"]
+            .settings("peer", &|_| None)
+            .expect("settings");
+        assert!(settings.description.contains("`peer`") && !settings.allow_private);
+    }
+}

@@ -338,3 +338,110 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError};
+
+    fn problem(toml: &str) -> (String, String) {
+        match Config::from_toml(toml) {
+            Err(ConfigError::Invalid { key, problem }) => (key, problem),
+            other => panic!("{toml}: not refused as invalid: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_server_is_reached_one_way_and_offers_only_what_is_listed() {
+        let cases = [
+            ("[mcp.x]\ntools = [\"a\"]", "mcp.x", "needs `command`"),
+            (
+                "[mcp.x]\ncommand = \"node\"\nurl = \"http://h/mcp\"\ntools = [\"a\"]",
+                "mcp.x.url",
+                "not both",
+            ),
+            (
+                "[mcp.x]\ncommand = \"node\"\ntools = []",
+                "mcp.x.tools",
+                "nothing is offered by default",
+            ),
+            (
+                "[mcp.x]\nurl = \"http://h/mcp\"\nargs = [\"a\"]\ntools = [\"a\"]",
+                "mcp.x.args",
+                "started by `command`",
+            ),
+            (
+                "[mcp.x]\ncommand = \"node\"\ntoken_env = \"T\"\ntools = [\"a\"]",
+                "mcp.x.token_env",
+                "reached by `url`",
+            ),
+            (
+                "[mcp.x]\nurl = \"ftp://h/mcp\"\ntools = [\"a\"]",
+                "mcp.x.url",
+                "not an http:// or https:// URL",
+            ),
+            (
+                "[mcp.x]\nurl = \"http://me:pw@h/mcp\"\ntools = [\"a\"]",
+                "mcp.x.url",
+                "cannot carry credentials",
+            ),
+            (
+                "[mcp.a-name-far-too-long-for-tools]\ncommand = \"node\"\ntools = [\"a\"]",
+                "mcp.a-name-far-too-long-for-tools",
+                "1 to 24",
+            ),
+            (
+                "[mcp.x]\ncommand = \"node\"\ntools = [\"a\"]\ntimeout_secs = 0",
+                "mcp.x.timeout_secs",
+                "from 1 to 600",
+            ),
+            (
+                "[mcp.x]\ncommand = \"node\"\ntools = [\"a\"]\nenv = { \"1BAD\" = \"v\" }",
+                "mcp.x.env",
+                "not an environment variable name",
+            ),
+        ];
+        for (toml, key, says) in cases {
+            let (got_key, got) = problem(toml);
+            assert_eq!(got_key, key, "{toml}");
+            assert!(got.contains(says), "{toml}: {got}");
+        }
+        let typo =
+            Config::from_toml("[mcp.x]\ncommand = \"node\"\ntools = [\"a\"]\ntool = [\"b\"]");
+        assert!(
+            matches!(typo, Err(ConfigError::Parse(_))),
+            "unknown keys are errors"
+        );
+    }
+
+    #[test]
+    fn a_stdio_servers_environment_is_path_inherit_env_and_env_only() {
+        let config = Config::from_toml(
+            "[mcp.x]\ncommand = \"node\"\ntools = [\"a\"]\ninherit_env = [\"HOME\"]\nenv = { LEVEL = \"1\" }",
+        )
+        .expect("valid");
+        let env = |name: &str| match name {
+            "PATH" => Some("/bin".to_owned()),
+            "HOME" => Some("/home/h".to_owned()),
+            _ => Some("secret".to_owned()),
+        };
+        let settings = config.mcp["x"].settings("x", None, &env).expect("settings");
+        let super::Transport::Stdio { env, .. } = settings.transport else {
+            panic!("stdio");
+        };
+        let names: Vec<&str> = env.keys().map(String::as_str).collect();
+        assert_eq!(names, ["HOME", "LEVEL", "PATH"]);
+    }
+
+    #[test]
+    fn a_token_variable_that_is_not_set_is_named() {
+        let config = Config::from_toml(
+            "[mcp.x]\nurl = \"https://h/mcp\"\ntools = [\"a\"]\ntoken_env = \"X_TOKEN\"",
+        )
+        .expect("valid");
+        let (key, problem) = config.mcp["x"]
+            .settings("x", None, &|_| None)
+            .expect_err("unset");
+        assert_eq!(key, "mcp.x.token_env");
+        assert!(problem.contains("`X_TOKEN` is not set"), "{problem}");
+    }
+}
