@@ -18,3 +18,4 @@ mod renderers;
 mod scaffold;
 mod security;
 mod server;
+mod tools;
