@@ -151,6 +151,9 @@ enum PluginsCommand {
         /// The language to write it in.
         #[arg(long, value_enum)]
         lang: tiny_harness::scaffold::Lang,
+        /// What it serves: a command, or a tool the model may call.
+        #[arg(long, value_enum, default_value_t)]
+        kind: tiny_harness::scaffold::Kind,
         /// Where to create the plugin's folder (created when missing).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -186,14 +189,17 @@ fn main() -> ExitCode {
             let (dir, text) = dir_and_text(&args);
             complete(&cli.runtime, &with, &dir, &text)
         }
-        Command::Plugins(PluginsCommand::New { name, lang, dir }) => {
-            tiny_harness::scaffold::create(&name, lang, &dir)
-                .map(|created| {
-                    println!("{created}");
-                    ExitCode::SUCCESS
-                })
-                .map_err(anyhow::Error::from)
-        }
+        Command::Plugins(PluginsCommand::New {
+            name,
+            lang,
+            kind,
+            dir,
+        }) => tiny_harness::scaffold::create_kind(&name, lang, kind, &dir)
+            .map(|created| {
+                println!("{created}");
+                ExitCode::SUCCESS
+            })
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => code,

@@ -1,9 +1,18 @@
-//! Tool sources outside the plugins folder (issue 11 items 4 and 6), through
-//! the real binary: MCP servers installed from npm (`tests/mcp`, `npm ci` in
-//! `tests/run.sh`) and other A2A agents as delegates.
+//! Issue 11 items 1-3 and issue 10 item 10, end to end on the real binary:
+//! tools declared by a plugin (tools.json) whose bodies are Wasm components
+//! built against contract 0.2.0, called by the offline model's
+//! deterministic `use tool <name> with <json>` lines; network by grant; a
+//! 0.1.0 component beside them; `/status` with tokens.
+//!
+//! Items 4 and 6: tool sources outside the plugins folder, MCP servers
+//! installed from npm (`tests/mcp`, `npm ci` in `tests/run.sh`) and other
+//! A2A agents as delegates; the helpers below are theirs.
 
+mod calls;
 mod delegate;
 mod mcp;
+mod network;
+mod support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
