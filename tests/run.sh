@@ -16,6 +16,11 @@ python3 -c 'import a2a.client, grpc' 2>/dev/null || python3 -m pip install --qui
 node -e "process.exit(require('./tests/interop/js/node_modules/@a2a-js/sdk/package.json').version === '1.3.0' ? 0 : 1)" 2>/dev/null \
     || npm ci --prefix tests/interop/js --no-audit --no-fund
 
+# The MCP tests (tests/e2e/tools/mcp.rs): the reference MCP server and the official
+# TypeScript SDK from npm (tests/mcp, pinned by its package-lock.json).
+node -e "process.exit(require('./tests/mcp/node_modules/@modelcontextprotocol/server-everything/package.json').version === '2026.8.31' ? 0 : 1)" 2>/dev/null \
+    || npm ci --prefix tests/mcp --no-audit --no-fund
+
 # The renderer tests (tests/e2e/renderers): Debian's chromium, driven by playwright-core
 # from npm, for the web page (a browser download cannot work on these machines), and
 # tmux for the terminal client.

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$here/lib.sh"
 
-all=(rust c go python js python-status)
+all=(rust c go python js python-status python-tool)
 langs=("${@:-${all[@]}}")
 for lang in "${langs[@]}"; do
     [[ -x "$here/$lang/build.sh" ]] || die "no example called \`$lang\` (have: ${all[*]})"

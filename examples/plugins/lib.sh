@@ -10,7 +10,11 @@ set -euo pipefail
 EXAMPLES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$EXAMPLES_DIR/../.." && pwd)
 # shellcheck disable=SC2034 # the build scripts use these
-WIT_DIR="$REPO_ROOT/wit"
+# The command examples are built against the frozen 0.1.0 contract: the
+# harness speaks 0.2.0 and still loads them, which their tests show in five
+# languages. The tool examples need 0.2.0 (the `tool` export came with it).
+WIT_DIR="$REPO_ROOT/wit/v0.1.0"
+LATEST_WIT_DIR="$REPO_ROOT/wit"
 WORK_DIR="$REPO_ROOT/target/examples"
 # shellcheck disable=SC2034
 WORLD=plugin

@@ -131,6 +131,9 @@ use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
+use crate::tools::ToolSourceSettings;
+use crate::tools::delegate::settings::DelegateConfig;
+use crate::tools::mcp::settings::McpServerConfig;
 
 /// The file read when `--config` is not given, if it exists in the working directory.
 pub const DEFAULT_CONFIG_FILE: &str = "tiny-harness.toml";
@@ -201,6 +204,12 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// The gRPC binding.
     pub grpc: GrpcConfig,
+    /// `[mcp.<name>]`: MCP servers whose allowlisted tools the model may call.
+    /// Default none.
+    pub mcp: BTreeMap<String, McpServerConfig>,
+    /// `[agents.<name>]`: other A2A agents the model may delegate tasks to.
+    /// Default none.
+    pub agents: BTreeMap<String, DelegateConfig>,
     /// The folder of the configuration file it was read from; relative store
     /// and CA file paths are from there. Not a key of the file.
     #[serde(skip)]
@@ -523,6 +532,8 @@ impl Default for Config {
             tls: TlsConfig::default(),
             plugins: PluginsConfig::default(),
             grpc: GrpcConfig::default(),
+            mcp: BTreeMap::new(),
+            agents: BTreeMap::new(),
             base_dir: None,
             extra_roots: ExtraRoots::default(),
         }
@@ -692,6 +703,16 @@ impl Config {
             .validate()
             .map_err(|(key, problem)| invalid(&key, problem))?;
         self.grpc.validate()?;
+        for (name, server) in &self.mcp {
+            server
+                .validate(name)
+                .map_err(|(key, problem)| invalid(&key, problem))?;
+        }
+        for (name, agent) in &self.agents {
+            agent
+                .validate(name)
+                .map_err(|(key, problem)| invalid(&key, problem))?;
+        }
         self.tls.validate()
     }
 
@@ -806,6 +827,30 @@ impl Config {
     pub fn model_settings(&self) -> Result<Vec<ModelSettings>, ConfigError> {
         self.models
             .settings(&self.extra_roots, |name| std::env::var(name).ok())
+    }
+
+    /// The MCP servers and delegate agents, their tokens read from the
+    /// environment (a variable that is not set stops the start, naming it)
+    /// and a stdio server's environment assembled (`PATH`, `inherit_env`,
+    /// `env`; nothing else of the harness's).
+    pub fn tool_sources(&self) -> Result<ToolSourceSettings, ConfigError> {
+        let env = |name: &str| std::env::var(name).ok();
+        let base = self.base_dir.as_deref();
+        let mcp = self
+            .mcp
+            .iter()
+            .map(|(name, server)| server.settings(name, base, &env))
+            .collect::<Result<Vec<_>, _>>();
+        let delegates = self
+            .agents
+            .iter()
+            .map(|(name, agent)| agent.settings(name, &env))
+            .collect::<Result<Vec<_>, _>>();
+        let problem = |(key, problem): (String, String)| invalid(&key, problem);
+        Ok(ToolSourceSettings {
+            mcp: mcp.map_err(problem)?,
+            delegates: delegates.map_err(problem)?,
+        })
     }
 
     /// Read `[tls] extra_ca_files`, relative to the configuration file's
@@ -1199,8 +1244,13 @@ mod tests {
         assert_eq!(config.plugins.instances.per_plugin, 4);
         let message = error("[plugins.instances]\nbuiltin = 0");
         assert!(message.contains("`plugins.instances.builtin`"), "{message}");
+        // Network is granted rule by rule, never as a switch.
         let message = error("[plugins.grants.probe]\nnetwork = true");
-        assert!(message.contains("unknown field `network`"), "{message}");
+        assert!(message.contains("expected a sequence"), "{message}");
+        let message = error("[plugins.grants.probe]\nnetwork = [\"ftp://x.example\"]");
+        assert!(message.contains("the scheme is http or https"), "{message}");
+        let message = error("[plugins.grants.probe]\nhttp = true");
+        assert!(message.contains("unknown field `http`"), "{message}");
     }
 
     #[test]

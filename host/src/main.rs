@@ -17,6 +17,7 @@ use tiny_harness::plugins::{
 };
 use tiny_harness::server::{self, ServerSettings};
 use tiny_harness::task::{Participant, Role, TaskService, TaskView};
+use tiny_harness::tools::ToolSources;
 
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
@@ -150,6 +151,9 @@ enum PluginsCommand {
         /// The language to write it in.
         #[arg(long, value_enum)]
         lang: tiny_harness::scaffold::Lang,
+        /// What it serves: a command, or a tool the model may call.
+        #[arg(long, value_enum, default_value_t)]
+        kind: tiny_harness::scaffold::Kind,
         /// Where to create the plugin's folder (created when missing).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -185,14 +189,17 @@ fn main() -> ExitCode {
             let (dir, text) = dir_and_text(&args);
             complete(&cli.runtime, &with, &dir, &text)
         }
-        Command::Plugins(PluginsCommand::New { name, lang, dir }) => {
-            tiny_harness::scaffold::create(&name, lang, &dir)
-                .map(|created| {
-                    println!("{created}");
-                    ExitCode::SUCCESS
-                })
-                .map_err(anyhow::Error::from)
-        }
+        Command::Plugins(PluginsCommand::New {
+            name,
+            lang,
+            kind,
+            dir,
+        }) => tiny_harness::scaffold::create_kind(&name, lang, kind, &dir)
+            .map(|created| {
+                println!("{created}");
+                ExitCode::SUCCESS
+            })
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => code,
@@ -252,12 +259,26 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Next the store, whose lock keeps a second server off a database in use before it
     // touches it (or compiles a single plugin).
     let durability = config.durability()?;
-    let plugins = Plugins::load(&config)?;
+    // Tokens of MCP servers and delegates, like model keys, before anything starts.
+    let tool_settings = config.tool_sources()?;
 
     let tokio = tokio::runtime::Runtime::new()?;
-    // The service and the plugin watch start background work, which needs the runtime.
+    // The tool sources, the service and the plugin watch start background work, which
+    // needs the runtime.
     let _runtime = tokio.enter();
+    // MCP servers start (and list their tools) before the first registry generation,
+    // which offers their tools; they outlive every generation.
+    let sources = tokio
+        .block_on(ToolSources::start(tool_settings, &config.extra_roots))
+        .map_err(|reason| anyhow::anyhow!("cannot start the tool sources: {reason}"))?;
+    let plugins = Plugins::load(&config, &sources)?;
     let _watch = plugins.watch()?;
+    if !sources.is_empty() {
+        tokio.spawn(rebuild_on_changes(
+            sources.changes(),
+            plugins.rebuild.clone(),
+        ));
+    }
     let service = TaskService::with_durability(
         config.task_settings(),
         plugins.registries,
@@ -267,8 +288,28 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Before serving: settle whatever the last stop interrupted.
     tokio.block_on(service.recover())?;
     service.spawn_maintenance();
-    tokio.block_on(listen_and_serve(&config, service))?;
+    let served = tokio.block_on(listen_and_serve(&config, service));
+    tokio.block_on(sources.shutdown());
+    served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Build a new registry generation whenever the tool sources offer other tools (an MCP
+/// server that started late, or listed other tools after a restart).
+async fn rebuild_on_changes(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    rebuild: Arc<dyn Fn() + Send + Sync>,
+) {
+    while changes.changed().await.is_ok() {
+        let rebuild = rebuild.clone();
+        // Loading a generation reads plugin files and may compile components.
+        if tokio::task::spawn_blocking(move || rebuild())
+            .await
+            .is_err()
+        {
+            tracing::error!("rebuilding the registry for the tool sources panicked");
+        }
+    }
 }
 
 /// The served plugins: the built-in plugin, the plugins folder (reloaded
@@ -276,42 +317,67 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
 struct Plugins {
     registries: Registries,
     reloader: Option<(PathBuf, Arc<Mutex<Reloader>>)>,
+    /// Builds and serves a new generation (for the tool sources' changes).
+    rebuild: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl Plugins {
-    fn load(config: &Config) -> anyhow::Result<Self> {
+    fn load(config: &Config, sources: &ToolSources) -> anyhow::Result<Self> {
         let loader = plugin_loader(config.cache_dir.clone(), &config.plugins)?
             .with_extra_roots(&config.extra_roots);
         let report = Arc::new(RwLock::new(LoadReport::default()));
         let natives: NativeRegistrations = {
             let report = report.clone();
+            let sources = sources.clone();
             Arc::new(move |builder: &mut RegistryBuilder| {
                 if let Err(err) = register_plugins_command(builder, report.clone()) {
                     tracing::error!(%err, "cannot register /plugins");
                 }
+                // First, so a plugin's tool of the same name is the one reported.
+                sources.register(builder);
             })
         };
         let dir = config.plugins_dir.clone();
         if !dir.is_dir() {
             tracing::info!(dir = %dir.display(), "no plugins folder; serving the built-in plugin only");
-            let mut builder = CommandRegistry::builder();
-            natives(&mut builder);
-            let loaded = loader.load(None, builder);
-            log_load_report(&loaded.report);
-            *report
-                .write()
-                .map_err(|_| anyhow::anyhow!("load report lock poisoned"))? = loaded.report;
+            let load = move || {
+                let mut builder = CommandRegistry::builder();
+                natives(&mut builder);
+                let loaded = loader.load(None, builder);
+                log_load_report(&loaded.report);
+                match report.write() {
+                    Ok(mut guard) => *guard = loaded.report,
+                    Err(poisoned) => *poisoned.into_inner() = loaded.report,
+                }
+                loaded.registry
+            };
+            let registries = Registries::new(load());
+            let served = registries.clone();
             return Ok(Plugins {
-                registries: Registries::new(loaded.registry),
+                registries,
                 reloader: None,
+                rebuild: Arc::new(move || served.replace(load())),
             });
         }
         let (reloader, loaded) = Reloader::start(loader, dir.clone(), natives, report)
             .context("cannot prepare the plugin staging folder")?;
         log_load_report(&loaded.report);
+        let reloader = Arc::new(Mutex::new(reloader));
+        let rebuild = {
+            let reloader = reloader.clone();
+            Arc::new(move || match reloader.lock() {
+                Ok(mut reloader) => log_load_report(&reloader.reload().report),
+                Err(_) => tracing::error!("the plugin reloader is poisoned"),
+            })
+        };
+        let registries = reloader
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the plugin reloader is poisoned"))?
+            .registries();
         Ok(Plugins {
-            registries: reloader.registries(),
-            reloader: Some((dir, Arc::new(Mutex::new(reloader)))),
+            registries,
+            reloader: Some((dir, reloader)),
+            rebuild,
         })
     }
 

@@ -19,3 +19,4 @@ mod renderers;
 mod scaffold;
 mod security;
 mod server;
+mod tools;

@@ -294,3 +294,112 @@ fn plugins_new_refuses_bad_names_and_existing_folders() {
         text(&output.stderr)
     );
 }
+
+/// `plugins new NAME --lang LANG --kind tool`, built; `plugins check` lists
+/// its tool, and the model calls it through a served harness.
+async fn check_tool_scaffold(
+    name: &str,
+    lang: &str,
+    tool: &str,
+    configure: impl FnOnce(&mut Command),
+) {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let cache = scratch.path().join("cache");
+    let dir = scratch.path().join("plugins");
+    let dir_arg = dir.display().to_string();
+    let output = harness(
+        &[
+            "plugins", "new", name, "--lang", lang, "--kind", "tool", "--dir", &dir_arg,
+        ],
+        &cache,
+    );
+    let stdout = succeeded("plugins new --kind tool", &output);
+    assert!(stdout.contains(&format!("the tool `{tool}`")), "{stdout}");
+    let scaffold = Scaffolded {
+        _scratch: scratch,
+        root: dir.join(name),
+        cache,
+    };
+    assert!(scaffold.has("tools.json") && !scaffold.has("commands.json"));
+    scaffold.build(name, configure);
+    let root = scaffold.root.display().to_string();
+    let report = succeeded(
+        "plugins check",
+        &harness(&["plugins", "check", &root], &scaffold.cache),
+    );
+    assert!(
+        report.contains(&format!("tools {tool}; 1 hook(s)")),
+        "{report}"
+    );
+
+    // Served, the offline model calls it; the schema guards it.
+    let config = scaffold
+        .root
+        .parent()
+        .expect("parent")
+        .join("../tiny-harness.toml");
+    std::fs::write(&config, "[models]\ndefault = \"offline-echo\"\n").expect("config");
+    let mut spawned = crate::support::spawn_server(&config, &dir, "warn");
+    let client = crate::server::support::Client {
+        http: crate::support::http(),
+        base: spawned.base.clone(),
+        participant: "alice".into(),
+        token: None,
+    };
+    let task = client
+        .say(
+            None,
+            &format!("use tool {tool} with {{\"text\": \"one two three\"}}"),
+        )
+        .await;
+    let reply = crate::server::support::status_text(&task);
+    assert!(
+        reply.starts_with(&format!("Tool {tool} answered: {{"))
+            && reply.contains(&format!("\"tool\":\"{tool}\""))
+            && reply.contains("\"words\":3"),
+        "{reply}"
+    );
+    let task = client
+        .say(None, &format!("use tool {tool} with {{\"words\": 3}}"))
+        .await;
+    let reply = crate::server::support::status_text(&task);
+    assert!(
+        reply.starts_with(&format!("Tool {tool} failed: invalid arguments")),
+        "{reply}"
+    );
+    let _ = spawned.child.kill();
+    let _ = spawned.child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rust_tool_scaffold_builds_and_the_model_calls_it() {
+    let target = repo().join("target/scaffold-test");
+    check_tool_scaffold("counter.tool", "rust", "counter_tool", |build| {
+        build.env("CARGO_TARGET_DIR", &target);
+    })
+    .await;
+}
+
+#[test]
+fn a_javascript_tool_scaffold_is_refused_with_the_languages_that_work() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let dir = scratch.path().display().to_string();
+    let output = harness(
+        &[
+            "plugins", "new", "x", "--lang", "js", "--kind", "tool", "--dir", &dir,
+        ],
+        &scratch.path().join("cache"),
+    );
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("use --lang rust or --lang python"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!scratch.path().join("x").exists(), "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_tool_scaffold_builds_and_the_model_calls_it() {
+    check_tool_scaffold("py.words", "python", "py_words", |_| {}).await;
+}

@@ -28,6 +28,8 @@ pub fn fixture_wasm(name: &str) -> PathBuf {
         "probe" => env!("FIXTURE_PROBE_WASM"),
         "flooder" => env!("FIXTURE_FLOODER_WASM"),
         "amplifier" => env!("FIXTURE_AMPLIFIER_WASM"),
+        "tool-kit" => env!("FIXTURE_TOOL_KIT_WASM"),
+        "legacy" => env!("FIXTURE_LEGACY_WASM"),
         other => panic!("no fixture plugin called {other}"),
     })
 }
@@ -127,7 +129,7 @@ impl PluginsFolder {
 
 fn copy_manifests(source: &Path, target: &Path) {
     std::fs::create_dir_all(target).expect("mkdir");
-    for file in ["plugin.json", "commands.json", "hooks.json"] {
+    for file in ["plugin.json", "commands.json", "tools.json", "hooks.json"] {
         let from = source.join(file);
         if from.exists() {
             std::fs::copy(&from, target.join(file)).expect("copy manifest");

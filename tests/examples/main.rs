@@ -10,6 +10,7 @@
 
 mod latency;
 mod support;
+mod tools;
 
 use serde_json::Value;
 use tiny_harness::commands::CommandFailure;

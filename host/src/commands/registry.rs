@@ -17,7 +17,7 @@ use crate::hooks::{
     AbortReason, ChainError, DEFAULT_PRIORITY, ExecutorKind, HookCall, HookChains, HookEntry,
     HookPoint, Operation, Phase, Trace,
 };
-use crate::tools::{InvalidTool, ToolDeclaration};
+use crate::tools::{ArgumentSchema, InvalidTool, ToolDeclaration};
 
 /// A command and who declared it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,11 +28,14 @@ pub struct RegisteredCommand {
 }
 
 /// A tool and who declared it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct RegisteredTool {
     pub declaration: ToolDeclaration,
     /// The plugin (or MCP server, or delegate) that declared it, or `native`.
     pub origin: String,
+    /// `declaration.input_schema`, compiled: every call's arguments are
+    /// checked against it before the body runs.
+    pub schema: ArgumentSchema,
 }
 
 /// Why something could not be registered.
@@ -124,9 +127,15 @@ impl RegistryBuilder {
                 second: origin.to_owned(),
             });
         }
+        let schema =
+            ArgumentSchema::compile(&declaration.input_schema).map_err(|problem| InvalidTool {
+                name: declaration.name.clone(),
+                problem,
+            })?;
         let registered = RegisteredTool {
             declaration,
             origin: origin.to_owned(),
+            schema,
         };
         self.tools
             .insert(registered.declaration.name.clone(), registered);
@@ -215,6 +224,18 @@ impl RegistryBuilder {
 
     pub fn is_declared(&self, command: &str) -> bool {
         self.commands.contains_key(command)
+    }
+
+    /// Whether a tool called `name` is declared (by any origin so far).
+    pub fn is_tool_declared(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// The declared timeout of tool `name`.
+    pub fn tool_timeout_of(&self, name: &str) -> Option<std::time::Duration> {
+        self.tools
+            .get(name)
+            .map(|tool| std::time::Duration::from_millis(tool.declaration.timeout_ms))
     }
 
     /// The declared body timeout of `command`.

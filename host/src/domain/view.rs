@@ -49,6 +49,9 @@ pub struct TaskView {
     /// Tokens the conversation's models reported so far, in total.
     #[serde(default)]
     pub usage: Usage,
+    /// Tokens of the most recent turn whose model reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn_usage: Option<Usage>,
 }
 
 impl TaskView {
@@ -75,6 +78,7 @@ impl TaskView {
             subtasks: Vec::new(),
             turn_count: 0,
             usage: Usage::default(),
+            last_turn_usage: None,
         }
     }
 }

@@ -44,11 +44,14 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
         .plugins
         .iter()
         .map(|plugin| {
-            let (status, version, commands) = match &plugin.status {
+            let (status, version, commands, tools) = match &plugin.status {
                 PluginStatus::Loaded {
-                    version, commands, ..
-                } => ("loaded", Some(version), commands.clone()),
-                PluginStatus::Rejected { .. } => ("rejected", None, Vec::new()),
+                    version,
+                    commands,
+                    tools,
+                    ..
+                } => ("loaded", Some(version), commands.clone(), tools.clone()),
+                PluginStatus::Rejected { .. } => ("rejected", None, Vec::new(), Vec::new()),
             };
             let keys = |capabilities: &[Capability]| {
                 capabilities.iter().map(|c| c.key()).collect::<Vec<_>>()
@@ -59,10 +62,12 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
                 "status": status,
                 "version": version,
                 "commands": commands,
+                "tools": tools,
                 "capabilities": {
                     "asked": keys(&plugin.capabilities.asked),
                     "granted": keys(&plugin.capabilities.granted),
                     "denied": keys(&plugin.capabilities.denied),
+                    "network": plugin.capabilities.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 },
                 "notes": plugin.notes,
                 "problems": plugin_problems(plugin),

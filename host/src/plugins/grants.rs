@@ -2,41 +2,48 @@
 //! it gets, which is only what both sides agree on.
 //!
 //! A component starts with nothing real to observe: a fixed wall clock, a
-//! virtual monotonic clock, deterministic randomness, and instances that
-//! never cross conversations (see `wasm/clock.rs`, `wasm/random.rs`). Each
-//! real capability needs a request in plugin.json (`"capabilities":
-//! {"clocks": true, "random": true}`; `"instances": {"reuse": "stateless"}`
-//! requests reuse across tasks) and a grant in the operator's configuration
-//! (`[plugins.grants.<name>]`, or `[plugins] grant_all = true`). A grant
-//! without a request gives nothing: a plugin never holds more than it says
-//! it needs, so its manifest tells a reviewer everything it can reach.
+//! virtual monotonic clock, deterministic randomness, no network, and
+//! instances that never cross conversations (see `wasm/clock.rs`,
+//! `wasm/random.rs`). Each real capability needs a request in plugin.json
+//! (`"capabilities": {"clocks": true, "random": true, "network": [rules]}`;
+//! `"instances": {"reuse": "stateless"}` requests reuse across tasks) and a
+//! grant in the operator's configuration (`[plugins.grants.<name>]`, or
+//! `[plugins] grant_all = true`). A grant without a request gives nothing: a
+//! plugin never holds more than it says it needs, so its manifest tells a
+//! reviewer everything it can reach. Network rules (`network.rs`) are
+//! granted rule by rule: the plugin may make the requests that match both
+//! a rule it asked for and a rule it was granted.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Deserialize;
 
+use super::network::{self, NetworkRule};
+
 /// One thing a plugin may be given beyond the sandbox's defaults.
 ///
-/// New capabilities (a later `network` list of hosts, say) are new
-/// variants; a grant or request names them one by one, so an old
-/// configuration never grants a capability it did not know about, except
-/// through an explicit `grant_all`.
+/// New capabilities are new variants; a grant or request names them one by
+/// one, so an old configuration never grants a capability it did not know
+/// about, except through an explicit `grant_all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Capability {
     /// The host's real wall and monotonic clocks.
     Clocks,
     /// The host's secure random source (and a random insecure seed).
     Random,
+    /// `wasi:http` outgoing requests, to the hosts its rules name.
+    Network,
     /// One instance serving calls of different tasks (`stateless` reuse).
     ReuseAcrossTasks,
 }
 
 impl Capability {
     /// Every capability, in the order reports list them.
-    pub const ALL: [Capability; 3] = [
+    pub const ALL: [Capability; 4] = [
         Capability::Clocks,
         Capability::Random,
+        Capability::Network,
         Capability::ReuseAcrossTasks,
     ];
 
@@ -45,6 +52,7 @@ impl Capability {
         match self {
             Capability::Clocks => "clocks",
             Capability::Random => "random",
+            Capability::Network => "network",
             Capability::ReuseAcrossTasks => "reuse_across_tasks",
         }
     }
@@ -59,27 +67,34 @@ impl fmt::Display for Capability {
 /// plugin.json `capabilities`: what the plugin asks for. Reuse across tasks
 /// is asked for by `instances.reuse = "stateless"`, where the reuse mode is
 /// declared, so it has no key here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CapabilityRequest {
     pub clocks: bool,
     pub random: bool,
+    /// The HTTP requests it makes (`network.rs`), e.g.
+    /// `["GET https://api.example.com"]`.
+    pub network: Vec<NetworkRule>,
 }
 
 /// `[plugins.grants.<name>]`: what the operator gives one plugin, if it asks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Grant {
     pub clocks: bool,
     pub random: bool,
     pub reuse_across_tasks: bool,
+    /// The HTTP requests it may make, of those it asks for.
+    pub network: Vec<NetworkRule>,
 }
 
 impl Grant {
-    fn allows(&self, capability: Capability) -> bool {
+    /// Whether the grant gives `capability` at all (for network: some rule).
+    pub(crate) fn gives(&self, capability: Capability) -> bool {
         match capability {
             Capability::Clocks => self.clocks,
             Capability::Random => self.random,
+            Capability::Network => !self.network.is_empty(),
             Capability::ReuseAcrossTasks => self.reuse_across_tasks,
         }
     }
@@ -104,16 +119,32 @@ impl Grants {
         }
     }
 
-    /// What `plugin`, asking for `asked`, gets.
-    pub fn decide(&self, plugin: &str, asked: &[Capability]) -> Decision {
+    /// What `plugin`, asking for `asked` (and for network, the requests
+    /// `asked_network`), gets.
+    pub fn decide(
+        &self,
+        plugin: &str,
+        asked: &[Capability],
+        asked_network: &[NetworkRule],
+    ) -> Decision {
         let grant = self.per_plugin.get(plugin);
-        let (granted, denied) = asked
-            .iter()
-            .partition(|capability| self.all || grant.is_some_and(|g| g.allows(**capability)));
+        let network = if self.all {
+            asked_network.to_vec()
+        } else {
+            grant.map_or_else(Vec::new, |grant| {
+                network::effective(asked_network, &grant.network)
+            })
+        };
+        let (granted, denied) = asked.iter().partition(|capability| match **capability {
+            Capability::Network => !network.is_empty(),
+            other => self.all || grant.is_some_and(|g| g.gives(other)),
+        });
         Decision {
             asked: asked.to_vec(),
             granted,
             denied,
+            asked_network: asked_network.to_vec(),
+            network,
         }
     }
 }
@@ -125,6 +156,10 @@ pub struct Decision {
     pub asked: Vec<Capability>,
     pub granted: Vec<Capability>,
     pub denied: Vec<Capability>,
+    /// The network rules it asked for.
+    pub asked_network: Vec<NetworkRule>,
+    /// The requests it may make: what it asked for and was granted.
+    pub network: Vec<NetworkRule>,
 }
 
 impl Decision {
@@ -133,26 +168,39 @@ impl Decision {
     }
 
     /// One line for reports and logs, e.g. `asked clocks, random; granted
-    /// clocks; not granted random`.
+    /// clocks; not granted random`; network with its rules: `asked network
+    /// (GET https://a.example, https://b.example); granted network (GET
+    /// https://a.example)`.
     pub fn summary(&self) -> String {
-        let list = |capabilities: &[Capability]| {
+        let rules = |rules: &[NetworkRule]| {
+            rules
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let list = |capabilities: &[Capability], network: &[NetworkRule]| {
             if capabilities.is_empty() {
                 "nothing".to_owned()
             } else {
                 capabilities
                     .iter()
-                    .map(|capability| capability.key())
+                    .map(|capability| match capability {
+                        Capability::Network => format!("network ({})", rules(network)),
+                        other => other.key().to_owned(),
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             }
         };
         let mut line = format!(
             "asked {}; granted {}",
-            list(&self.asked),
-            list(&self.granted)
+            list(&self.asked, &self.asked_network),
+            list(&self.granted, &self.network)
         );
         if !self.denied.is_empty() {
-            line.push_str(&format!("; not granted {}", list(&self.denied)));
+            let denied: Vec<&str> = self.denied.iter().map(|c| c.key()).collect();
+            line.push_str(&format!("; not granted {}", denied.join(", ")));
         }
         line
     }
@@ -165,6 +213,7 @@ pub(crate) fn requested(request: &CapabilityRequest, stateless: bool) -> Vec<Cap
         .filter(|capability| match capability {
             Capability::Clocks => request.clocks,
             Capability::Random => request.random,
+            Capability::Network => !request.network.is_empty(),
             Capability::ReuseAcrossTasks => stateless,
         })
         .collect()
@@ -180,7 +229,7 @@ mod tests {
             all,
             per_plugin: per_plugin
                 .iter()
-                .map(|(name, grant)| ((*name).to_owned(), *grant))
+                .map(|(name, grant)| ((*name).to_owned(), grant.clone()))
                 .collect(),
         }
     }
@@ -189,12 +238,21 @@ mod tests {
         clocks: true,
         random: false,
         reuse_across_tasks: false,
+        network: Vec::new(),
     };
     const EVERYTHING: Grant = Grant {
         clocks: true,
         random: true,
         reuse_across_tasks: true,
+        network: Vec::new(),
     };
+
+    fn rules(texts: &[&str]) -> Vec<NetworkRule> {
+        texts
+            .iter()
+            .map(|text| text.parse().expect("a rule"))
+            .collect()
+    }
 
     #[test]
     fn a_capability_needs_both_the_request_and_the_grant() {
@@ -234,7 +292,7 @@ mod tests {
             ),
         ];
         for (grants, plugin, asked, granted) in cases {
-            let decision = grants.decide(plugin, asked);
+            let decision = grants.decide(plugin, asked, &[]);
             assert_eq!(decision.granted, granted, "{grants:?} {asked:?}");
             let denied: Vec<_> = asked
                 .iter()
@@ -248,18 +306,52 @@ mod tests {
 
     #[test]
     fn requests_come_from_capabilities_and_the_reuse_mode() {
-        let request = CapabilityRequest {
+        let mut request = CapabilityRequest {
             clocks: true,
             random: false,
+            network: Vec::new(),
         };
         assert_eq!(requested(&request, false), [Clocks]);
         assert_eq!(requested(&request, true), [Clocks, ReuseAcrossTasks]);
         assert!(requested(&CapabilityRequest::default(), false).is_empty());
+        request.network = rules(&["https://a.example"]);
+        assert_eq!(requested(&request, false), [Clocks, Network]);
+    }
+
+    #[test]
+    fn network_is_granted_rule_by_rule() {
+        let asked = rules(&["GET https://a.example", "https://b.example"]);
+        let narrow = Grant {
+            network: rules(&["https://a.example", "https://c.example"]),
+            ..Grant::default()
+        };
+        let decision = grants(false, &[("p", narrow.clone())]).decide("p", &[Network], &asked);
+        assert_eq!(decision.granted, [Network]);
+        assert_eq!(decision.network, rules(&["GET https://a.example"]));
+        assert_eq!(
+            decision.summary(),
+            "asked network (GET https://a.example, https://b.example); \
+             granted network (GET https://a.example)"
+        );
+        // Nothing in common: not granted.
+        let elsewhere = Grant {
+            network: rules(&["https://c.example"]),
+            ..Grant::default()
+        };
+        let decision = grants(false, &[("p", elsewhere)]).decide("p", &[Network], &asked);
+        assert_eq!(decision.denied, [Network]);
+        assert!(decision.network.is_empty());
+        // grant_all gives what was asked, nothing more.
+        let decision = grants(true, &[]).decide("p", &[Network], &asked);
+        assert_eq!(decision.network, asked);
+        // Another plugin's grant gives nothing.
+        let decision = grants(false, &[("q", narrow)]).decide("p", &[Network], &asked);
+        assert_eq!(decision.denied, [Network]);
     }
 
     #[test]
     fn the_summary_names_what_was_asked_granted_and_refused() {
-        let decision = grants(false, &[("p", CLOCKS_ONLY)]).decide("p", &[Clocks, Random]);
+        let decision = grants(false, &[("p", CLOCKS_ONLY)]).decide("p", &[Clocks, Random], &[]);
         assert_eq!(
             decision.summary(),
             "asked clocks, random; granted clocks; not granted random"

@@ -2,14 +2,15 @@
 //! [`LoadReport`].
 //!
 //! The rules: a plugin whose plugin.json is missing or invalid is rejected
-//! whole; a bad commands.json or hooks.json entry, or a bad component, is
-//! skipped with its reason and the rest loads; paths stay inside the plugin
-//! root; a command name two plugins declare is reported and the first
-//! declaration kept, never silently shadowed. The built-in plugin always
-//! loads first. Every file is read through `root.rs`'s safe path, within
-//! its size cap; a plugin declares at most `[plugins.declarations]`
-//! commands and hooks; it gets the capabilities it asks for only as far as
-//! the operator grants them (`grants.rs`).
+//! whole; a bad commands.json, tools.json or hooks.json entry, or a bad
+//! component, is skipped with its reason and the rest loads; paths stay
+//! inside the plugin root; a command or tool name two plugins declare is
+//! reported and the first declaration kept, never silently shadowed. The
+//! built-in plugin always loads first. Every file is read through
+//! `root.rs`'s safe path, within its size cap; a plugin declares at most
+//! `[plugins.declarations]` commands, tools and hooks; it gets the
+//! capabilities it asks for only as far as the operator grants them
+//! (`grants.rs`), network requests rule by rule (`network.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,13 +19,15 @@ use std::time::Duration;
 
 use super::embedded::BUILTIN;
 use super::grants::{Capability, Decision, Grants};
-use super::manifest::{self, ExecutorSource, HookDeclaration, ManifestError, PluginManifest};
+use super::manifest::{
+    self, ExecutorSource, HookDeclaration, HookFilter, ManifestError, PluginManifest,
+};
 use super::report::{LoadReport, PluginOrigin, PluginReport, PluginStatus};
 use super::root::{FileKind, PluginRoot};
-use super::settings::{DeclarationLimits, FileLimits, PluginsConfig};
+use super::settings::{DeclarationLimits, FileLimits, NetworkLimits, PluginsConfig};
 use super::wasm::{
-    PluginComponent, PluginIdentity, Reuse, SANDBOX_EPOCH_SECS, Sandbox, WasmCommandBody,
-    WasmCompleter, WasmHookExecutor, WasmRuntime,
+    NetworkAccess, PluginComponent, PluginIdentity, Reuse, SANDBOX_EPOCH_SECS, Sandbox,
+    WasmCommandBody, WasmCompleter, WasmHookExecutor, WasmRuntime, WasmToolBody, plugin_client,
 };
 use crate::commands::{BodyExecutor, CommandRegistry, MAX_TIMEOUT, RegistryBuilder};
 use crate::hooks::{
@@ -32,6 +35,7 @@ use crate::hooks::{
     RemoteExecutor,
 };
 use crate::outbound::{self, ExtraRoots};
+use crate::tools::{INTRINSIC_TOOLS, ToolBodyExecutor};
 
 /// How long a hook executor may run when hooks.json does not say.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -42,10 +46,14 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(1000);
 pub struct PluginLoader {
     runtime: WasmRuntime,
     http: reqwest::Client,
+    /// The client granted plugins' wasi:http requests go out through, or
+    /// why there is none (then no plugin gets the network).
+    plugin_http: Result<reqwest::Client, String>,
     embedded_builtin: bool,
     grants: Grants,
     files: FileLimits,
     declarations: DeclarationLimits,
+    network: NetworkLimits,
 }
 
 /// The result of a load: the registry to serve and the report to show.
@@ -67,10 +75,12 @@ impl PluginLoader {
         PluginLoader {
             runtime,
             http: http_client(&ExtraRoots::default()),
+            plugin_http: plugin_client(&ExtraRoots::default()),
             embedded_builtin: true,
             grants: Grants::default(),
             files: FileLimits::default(),
             declarations: DeclarationLimits::default(),
+            network: NetworkLimits::default(),
         }
     }
 
@@ -81,6 +91,7 @@ impl PluginLoader {
         self.grants = settings.grants();
         self.files = settings.files;
         self.declarations = settings.declarations;
+        self.network = settings.network;
         self
     }
 
@@ -90,6 +101,7 @@ impl PluginLoader {
         files
             .plugin_json_bytes
             .max(files.commands_json_bytes)
+            .max(files.tools_json_bytes)
             .max(files.hooks_json_bytes)
             .max(files.component_bytes)
     }
@@ -104,6 +116,7 @@ impl PluginLoader {
     /// served over https.
     pub fn with_extra_roots(mut self, extra_roots: &ExtraRoots) -> Self {
         self.http = http_client(extra_roots);
+        self.plugin_http = plugin_client(extra_roots);
         self
     }
 
@@ -152,15 +165,31 @@ impl PluginLoader {
         candidates.sort_by_key(|candidate| candidate.manifest.name != BUILTIN);
         let mut candidates = reject_duplicate_names(candidates, &mut report);
 
-        // Declare every command before any hook, so a plugin may serve or
-        // override a command another plugin declares, whatever their order.
+        // Declare every command and tool before any hook, so a plugin may
+        // serve or override one another plugin declares, whatever their order.
         for candidate in &mut candidates {
             self.declare_commands(candidate, &mut builder);
+            self.declare_tools(candidate, &mut builder);
         }
         for candidate in &mut candidates {
             self.add_hooks(candidate, &mut builder);
         }
         let (registry, bodiless) = builder.freeze();
+        for tool in registry.unserved_tools() {
+            let name = &tool.declaration.name;
+            if let Some(candidate) = candidates
+                .iter_mut()
+                .find(|c| c.manifest.name == tool.origin)
+            {
+                candidate.report.skip(
+                    format!("tool `{name}`"),
+                    "no tool.invoked.in hook serves it, so the model is not offered it",
+                );
+                if let PluginStatus::Loaded { tools, .. } = &mut candidate.report.status {
+                    tools.retain(|declared| declared != name);
+                }
+            }
+        }
         for command in bodiless {
             let name = &command.spec.name;
             if let Some(candidate) = candidates
@@ -240,16 +269,28 @@ impl PluginLoader {
         components: &mut ComponentSet,
     ) -> Result<HookEntry, String> {
         let point: HookPoint = declaration.point.parse().map_err(|err| format!("{err}"))?;
-        if let Some(command) = &declaration.command
-            && !builder.is_declared(command)
-        {
-            return Err(format!(
-                "it is for command /{command}, which no plugin declares"
-            ));
+        let filter = declaration.filter(point)?;
+        match &filter {
+            HookFilter::Command(command)
+                if point.operation == Operation::CommandInvoked
+                    && !builder.is_declared(command) =>
+            {
+                return Err(format!(
+                    "it is for command /{command}, which no plugin declares"
+                ));
+            }
+            HookFilter::Tool(tool)
+                if !builder.is_tool_declared(tool) && !INTRINSIC_TOOLS.contains(&tool.as_str()) =>
+            {
+                return Err(format!("it is for tool `{tool}`, which no plugin declares"));
+            }
+            _ => {}
         }
-        let timeout = hook_timeout(declaration, builder)?;
-        let is_body = point == HookPoint::new(Operation::CommandInvoked, Phase::In)
-            && declaration.command.is_some();
+        let timeout = hook_timeout(declaration, &filter, builder)?;
+        let is_command_body = point == HookPoint::new(Operation::CommandInvoked, Phase::In)
+            && matches!(filter, HookFilter::Command(_));
+        let is_tool_body = point == HookPoint::new(Operation::ToolInvoked, Phase::In)
+            && matches!(filter, HookFilter::Tool(_));
         let source = declaration.source()?;
         let source_name = match &source {
             ExecutorSource::Component(path) => path.clone(),
@@ -258,19 +299,26 @@ impl PluginLoader {
         let (kind, executor): (ExecutorKind, Arc<dyn Executor>) = match source {
             ExecutorSource::Component(path) => {
                 let component = components.get(self, candidate, &path)?;
-                let executor: Arc<dyn Executor> = if is_body && component.exports_command() {
+                let executor: Arc<dyn Executor> = if is_command_body && component.exports_command()
+                {
                     let body = WasmCommandBody::new(component, timeout);
                     Arc::new(BodyExecutor::new(Arc::new(body)))
+                } else if is_tool_body && component.exports_tool() {
+                    let body = WasmToolBody::new(component, timeout);
+                    Arc::new(ToolBodyExecutor::new(Arc::new(body)))
                 } else if component.exports_hook() {
                     Arc::new(WasmHookExecutor::new(component, timeout))
                 } else {
+                    let wanted = if is_command_body {
+                        "command body or hook executor"
+                    } else if is_tool_body {
+                        "tool body (contract 0.2.0) or hook executor"
+                    } else {
+                        "hook executor"
+                    };
                     return Err(format!(
-                        "component `{path}` exports no {} for {point}",
-                        if is_body {
-                            "command body or hook executor"
-                        } else {
-                            "hook executor"
-                        }
+                        "component `{path}` (contract {}) exports no {wanted} for {point}",
+                        component.contract_version()
                     ));
                 };
                 (ExecutorKind::Wasm, executor)
@@ -281,11 +329,15 @@ impl PluginLoader {
                 (ExecutorKind::Remote, Arc::new(remote))
             }
         };
+        let filter = match filter {
+            HookFilter::None => None,
+            HookFilter::Command(name) | HookFilter::Tool(name) => Some(name),
+        };
         Ok(HookEntry {
             name: declaration.name.clone(),
             origin: candidate.manifest.name.clone(),
             point,
-            command: declaration.command.clone(),
+            command: filter,
             priority: declaration.priority.unwrap_or(DEFAULT_PRIORITY),
             kind,
             source: source_name,
@@ -383,7 +435,33 @@ impl PluginLoader {
         origin: PluginOrigin,
     ) -> Candidate {
         let name = &manifest.name;
-        let decision = self.grants.decide(name, &manifest.requested_capabilities());
+        let mut decision = self.grants.decide(
+            name,
+            &manifest.requested_capabilities(),
+            &manifest.capabilities.network,
+        );
+        let mut notes = Vec::new();
+        let network = if decision.has(Capability::Network) {
+            match &self.plugin_http {
+                Ok(client) => Some(Arc::new(NetworkAccess::new(
+                    name,
+                    decision.network.clone(),
+                    client.clone(),
+                    self.network,
+                ))),
+                Err(why) => {
+                    notes.push(format!(
+                        "network granted but not given: the plugins' HTTP client cannot be set up ({why})"
+                    ));
+                    decision.granted.retain(|c| *c != Capability::Network);
+                    decision.denied.push(Capability::Network);
+                    decision.network.clear();
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let mut instances = manifest.instances.policy();
         if instances.reuse == Reuse::Stateless && !decision.has(Capability::ReuseAcrossTasks) {
             instances.reuse = Reuse::PerTask;
@@ -397,10 +475,12 @@ impl PluginLoader {
                 real_clocks: decision.has(Capability::Clocks),
                 real_random: decision.has(Capability::Random),
             },
+            network,
             share: self.runtime.capacity.share(name),
         });
         let mut report = PluginReport::loaded(name, origin, manifest.version.to_string());
         report.notes = self.notes(name, &decision);
+        report.notes.extend(notes);
         report.capabilities = decision;
         Candidate {
             root,
@@ -428,20 +508,37 @@ impl PluginLoader {
                     Capability::ReuseAcrossTasks => {
                         "its `stateless` instances run `per-task` instead".to_owned()
                     }
+                    Capability::Network => {
+                        return format!(
+                            "network not granted: it reaches no host, and its components that import wasi:http do not load; grant it with [plugins.grants.{plugin}] network = [{}]",
+                            quoted_rules(&decision.asked_network)
+                        );
+                    }
                 };
                 format!(
                     "{capability} not granted: {instead}; grant it with [plugins.grants.{plugin}] {capability} = true"
                 )
             })
             .collect();
+        // Network granted in part: say which rules reach nothing.
+        if decision.has(Capability::Network) && !self.grants.all {
+            let granted = self
+                .grants
+                .per_plugin
+                .get(plugin)
+                .map(|grant| grant.network.clone())
+                .unwrap_or_default();
+            for asked in &decision.asked_network {
+                if super::network::effective(std::slice::from_ref(asked), &granted).is_empty() {
+                    notes.push(format!(
+                        "network rule `{asked}` not granted: its requests are refused; grant it with [plugins.grants.{plugin}] network = [\"{asked}\"]"
+                    ));
+                }
+            }
+        }
         if let Some(grant) = self.grants.per_plugin.get(plugin) {
             for capability in Capability::ALL {
-                let granted = match capability {
-                    Capability::Clocks => grant.clocks,
-                    Capability::Random => grant.random,
-                    Capability::ReuseAcrossTasks => grant.reuse_across_tasks,
-                };
-                if granted && !decision.asked.contains(&capability) {
+                if grant.gives(capability) && !decision.asked.contains(&capability) {
                     notes.push(format!(
                         "[plugins.grants.{plugin}] grants {capability}, which the plugin does not ask for, so it does not get it"
                     ));
@@ -490,6 +587,56 @@ impl PluginLoader {
     }
 }
 
+impl PluginLoader {
+    fn declare_tools(&self, candidate: &mut Candidate, builder: &mut RegistryBuilder) {
+        let text = match candidate
+            .root
+            .read_manifest(FileKind::ToolsJson, &self.files)
+        {
+            Ok(Some(text)) => text,
+            Ok(None) => return,
+            Err(reason) => return candidate.report.skip("tools.json", reason),
+        };
+        let entries = match manifest::parse_tools(&text).and_then(|entries| {
+            let allowed = self.declarations.tools;
+            manifest::check_entry_count(entries.len(), allowed, "tools", "tools")?;
+            Ok(entries)
+        }) {
+            Ok(entries) => entries,
+            Err(reason) => return candidate.report.skip("tools.json", reason),
+        };
+        for (label, reason) in entries.invalid {
+            candidate.report.skip(format!("tool `{label}`"), reason);
+        }
+        for declaration in entries.valid {
+            let name = declaration.name.clone();
+            let declared =
+                manifest::check_tool_size(&declaration, &self.declarations).and_then(|()| {
+                    builder
+                        .declare_tool(declaration, &candidate.manifest.name)
+                        .map_err(|err| err.to_string())
+                });
+            match declared {
+                Ok(()) => {
+                    if let PluginStatus::Loaded { tools, .. } = &mut candidate.report.status {
+                        tools.push(name);
+                    }
+                }
+                Err(err) => candidate.report.skip(format!("tool `{name}`"), err),
+            }
+        }
+    }
+}
+
+/// Rules as a TOML array's items: `"GET https://a.example", "..."`.
+fn quoted_rules(rules: &[super::network::NetworkRule]) -> String {
+    rules
+        .iter()
+        .map(|rule| format!("\"{rule}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Two directories claiming one plugin name: the first (in load order)
 /// keeps it, the other is rejected and says which one won.
 fn reject_duplicate_names(candidates: Vec<Candidate>, report: &mut LoadReport) -> Vec<Candidate> {
@@ -514,24 +661,39 @@ fn reject_duplicate_names(candidates: Vec<Candidate>, report: &mut LoadReport) -
     kept
 }
 
-/// hooks.json's `timeout_ms`, else the served command's, else the default.
+/// hooks.json's `timeout_ms`, else the served command's or tool's, else
+/// the default.
 fn hook_timeout(
     declaration: &HookDeclaration,
+    filter: &HookFilter,
     builder: &RegistryBuilder,
 ) -> Result<Duration, String> {
-    let timeout = match (declaration.timeout_ms, &declaration.command) {
-        (Some(ms), _) => Duration::from_millis(ms),
-        (None, Some(command)) => builder.timeout_of(command).unwrap_or(DEFAULT_HOOK_TIMEOUT),
-        (None, None) => DEFAULT_HOOK_TIMEOUT,
+    let (timeout, most) = match (declaration.timeout_ms, filter) {
+        (Some(ms), HookFilter::Tool(_)) => (Duration::from_millis(ms), MAX_TOOL_TIMEOUT),
+        (Some(ms), _) => (Duration::from_millis(ms), MAX_TIMEOUT),
+        (None, HookFilter::Command(command)) => (
+            builder.timeout_of(command).unwrap_or(DEFAULT_HOOK_TIMEOUT),
+            MAX_TIMEOUT,
+        ),
+        (None, HookFilter::Tool(tool)) => (
+            builder
+                .tool_timeout_of(tool)
+                .unwrap_or(DEFAULT_HOOK_TIMEOUT),
+            MAX_TOOL_TIMEOUT,
+        ),
+        (None, HookFilter::None) => (DEFAULT_HOOK_TIMEOUT, MAX_TIMEOUT),
     };
-    if timeout.is_zero() || timeout > MAX_TIMEOUT {
+    if timeout.is_zero() || timeout > most {
         return Err(format!(
             "timeout_ms must be between 1 and {}",
-            MAX_TIMEOUT.as_millis()
+            most.as_millis()
         ));
     }
     Ok(timeout)
 }
+
+/// The longest a tool's executor may run: as long as a tool call may.
+const MAX_TOOL_TIMEOUT: Duration = Duration::from_millis(crate::tools::MAX_TOOL_TIMEOUT_MS);
 
 fn parse_remote_url(url: &str) -> Result<reqwest::Url, String> {
     let parsed =

@@ -1,5 +1,5 @@
-//! The three manifest files of a plugin directory: plugin.json,
-//! commands.json, hooks.json. See docs/contracts.md for their shapes.
+//! The manifest files of a plugin directory: plugin.json, commands.json,
+//! tools.json, hooks.json. See docs/contracts.md for their shapes.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +13,8 @@ use super::wasm::{
     MAX_MEMORY_BYTES, MAX_POOL_SIZE, Reuse,
 };
 use crate::commands::CommandSpec;
+use crate::hooks::{HookPoint, Operation};
+use crate::tools::ToolDeclaration;
 
 /// plugin.json: who the plugin is. Agent Plugins 1.0 compatible, so fields
 /// this harness does not use (author, homepage, ...) are accepted and ignored.
@@ -151,6 +153,10 @@ pub struct HookDeclaration {
     /// For `command.invoked.*`: the command it serves.
     #[serde(default)]
     pub command: Option<String>,
+    /// For `tool.invoked.*`: the tool it serves (`command` is accepted there
+    /// too, as before tools had their own key).
+    #[serde(default)]
+    pub tool: Option<String>,
     #[serde(default)]
     pub priority: Option<i32>,
     /// A component file inside the plugin directory...
@@ -170,7 +176,32 @@ pub enum ExecutorSource {
     Remote(String),
 }
 
+/// Which command or tool an entry is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookFilter {
+    /// Every call at its point.
+    None,
+    Command(String),
+    Tool(String),
+}
+
 impl HookDeclaration {
+    /// What the entry is filtered to at `point`: `command` for
+    /// `command.invoked`, `tool` (or `command`) for `tool.invoked`.
+    pub fn filter(&self, point: HookPoint) -> Result<HookFilter, String> {
+        let tools = point.operation == Operation::ToolInvoked;
+        match (&self.command, &self.tool) {
+            (Some(_), Some(_)) => Err("has both `command` and `tool`; give one".into()),
+            (None, None) => Ok(HookFilter::None),
+            (None, Some(tool)) if tools => Ok(HookFilter::Tool(tool.clone())),
+            (None, Some(_)) => Err(format!(
+                "has `tool`, which only tool.invoked entries take; `{point}` is not one"
+            )),
+            (Some(name), None) if tools => Ok(HookFilter::Tool(name.clone())),
+            (Some(command), None) => Ok(HookFilter::Command(command.clone())),
+        }
+    }
+
     pub fn source(&self) -> Result<ExecutorSource, String> {
         match (&self.component, &self.url) {
             (Some(path), None) => Ok(ExecutorSource::Component(path.clone())),
@@ -237,6 +268,39 @@ pub fn parse_commands(text: &str) -> Result<Entries<CommandSpec>, String> {
 /// hooks.json entries.
 pub fn parse_hooks(text: &str) -> Result<Entries<HookDeclaration>, String> {
     parse_entries(text, "hooks")
+}
+
+/// tools.json entries: `{"tools": [declaration, ...]}`.
+pub fn parse_tools(text: &str) -> Result<Entries<ToolDeclaration>, String> {
+    parse_entries(text, "tools")
+}
+
+/// A tool declaration within the sizes the operator allows: its
+/// description and input schema go to the model with every request.
+pub fn check_tool_size(tool: &ToolDeclaration, limits: &DeclarationLimits) -> Result<(), String> {
+    let too_long = |what: &str, len: usize, allowed: usize, key: &str| {
+        format!(
+            "its {what} is {len} bytes, more than the {allowed} allowed ([plugins.declarations] {key})"
+        )
+    };
+    if tool.description.len() > limits.tool_description_bytes {
+        return Err(too_long(
+            "description",
+            tool.description.len(),
+            limits.tool_description_bytes,
+            "tool_description_bytes",
+        ));
+    }
+    let schema_bytes = tool.input_schema.to_string().len();
+    if schema_bytes > limits.tool_schema_bytes {
+        return Err(too_long(
+            "input_schema",
+            schema_bytes,
+            limits.tool_schema_bytes,
+            "tool_schema_bytes",
+        ));
+    }
+    Ok(())
 }
 
 /// A file that declares more entries than a plugin may: refused whole,
@@ -431,11 +495,91 @@ mod tests {
     }
 
     #[test]
+    fn a_hook_is_filtered_to_a_command_or_a_tool_by_its_point() {
+        let entry = |command: Option<&str>, tool: Option<&str>| HookDeclaration {
+            name: "h".into(),
+            point: String::new(),
+            command: command.map(Into::into),
+            tool: tool.map(Into::into),
+            priority: None,
+            component: Some("a.wasm".into()),
+            url: None,
+            timeout_ms: None,
+        };
+        let point = |text: &str| text.parse::<HookPoint>().expect("a point");
+        let tool_in = point("tool.invoked.in");
+        let command_in = point("command.invoked.in");
+        assert_eq!(
+            entry(None, Some("dice")).filter(tool_in),
+            Ok(HookFilter::Tool("dice".into()))
+        );
+        assert_eq!(
+            entry(Some("dice"), None).filter(tool_in),
+            Ok(HookFilter::Tool("dice".into()))
+        );
+        assert_eq!(
+            entry(Some("status"), None).filter(command_in),
+            Ok(HookFilter::Command("status".into()))
+        );
+        assert_eq!(entry(None, None).filter(tool_in), Ok(HookFilter::None));
+        let both = entry(Some("a"), Some("b"))
+            .filter(tool_in)
+            .expect_err("both");
+        assert!(both.contains("both `command` and `tool`"), "{both}");
+        let misplaced = entry(None, Some("dice"))
+            .filter(command_in)
+            .expect_err("not a tool point");
+        assert!(
+            misplaced.contains("only tool.invoked entries"),
+            "{misplaced}"
+        );
+    }
+
+    #[test]
+    fn tools_json_entries_are_declarations_and_sizes_are_capped() {
+        let tools = parse_tools(
+            r#"{"tools": [
+                {"name": "dice", "description": "Rolls a die",
+                 "input_schema": {"type": "object"}, "timeout_ms": 500},
+                {"name": "typo", "description": "x", "timeout": 5},
+                {"description": "no name"}
+            ]}"#,
+        )
+        .expect("file parses");
+        assert_eq!(tools.valid.len(), 1);
+        assert_eq!(tools.valid[0].timeout_ms, 500);
+        assert_eq!(tools.invalid.len(), 2);
+        assert_eq!(tools.invalid[0].0, "typo");
+        assert!(
+            tools.invalid[0].1.contains("timeout"),
+            "{:?}",
+            tools.invalid
+        );
+        assert!(parse_tools(r#"{"tool": []}"#).is_err());
+
+        let limits = DeclarationLimits {
+            tool_description_bytes: 16,
+            tool_schema_bytes: 20,
+            ..DeclarationLimits::default()
+        };
+        let mut dice = tools.valid[0].clone();
+        assert!(check_tool_size(&dice, &limits).is_ok());
+        dice.description = "a long description".into();
+        let error = check_tool_size(&dice, &limits).expect_err("too long");
+        assert!(error.contains("tool_description_bytes"), "{error}");
+        dice.description = "short".into();
+        dice.input_schema = serde_json::json!({"type": "object", "properties": {}});
+        let error = check_tool_size(&dice, &limits).expect_err("too big");
+        assert!(error.contains("tool_schema_bytes"), "{error}");
+    }
+
+    #[test]
     fn a_hook_needs_exactly_one_source() {
         let declaration = |component: Option<&str>, url: Option<&str>| HookDeclaration {
             name: "h".into(),
             point: "command.invoked.pre".into(),
             command: None,
+            tool: None,
             priority: None,
             component: component.map(Into::into),
             url: url.map(Into::into),

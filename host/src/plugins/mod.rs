@@ -5,8 +5,9 @@
 //!   plugin.json     name, version, description, config defaults, limits,
 //!                   capabilities it asks for
 //!   commands.json   the commands the plugin declares
-//!   hooks.json      its executors: hook point, command, priority, and a
-//!                   component file in this directory or a remote url
+//!   tools.json      the tools it offers the model
+//!   hooks.json      its executors: hook point, command or tool, priority,
+//!                   and a component file in this directory or a remote url
 //!   *.wasm          compiled components
 //! ```
 
@@ -15,6 +16,7 @@ mod embedded;
 pub mod grants;
 mod loader;
 pub mod manifest;
+pub mod network;
 mod reload;
 mod report;
 mod root;

@@ -38,6 +38,9 @@ pub enum PluginStatus {
     Loaded {
         version: String,
         commands: Vec<String>,
+        /// The tools it declares that a body serves (the model is offered
+        /// them).
+        tools: Vec<String>,
         hooks: Vec<String>,
     },
     /// Rejected whole (its plugin.json is missing or invalid, or its name is
@@ -67,6 +70,7 @@ impl PluginReport {
             status: PluginStatus::Loaded {
                 version,
                 commands: Vec::new(),
+                tools: Vec::new(),
                 hooks: Vec::new(),
             },
             skipped: Vec::new(),
@@ -146,6 +150,7 @@ impl LoadReport {
             let PluginStatus::Loaded {
                 version,
                 commands,
+                tools,
                 hooks,
             } = &plugin.status
             else {
@@ -157,6 +162,7 @@ impl LoadReport {
                 %version,
                 origin = %plugin.origin,
                 commands = %commands.join(" "),
+                tools = %tools.join(" "),
                 hooks = hooks.len(),
                 capabilities = %plugin.capabilities.summary(),
                 "plugin loaded"
@@ -175,6 +181,7 @@ impl fmt::Display for LoadReport {
                 PluginStatus::Loaded {
                     version,
                     commands,
+                    tools,
                     hooks,
                 } => {
                     let commands = if commands.is_empty() {
@@ -186,9 +193,16 @@ impl fmt::Display for LoadReport {
                             .collect::<Vec<_>>()
                             .join(" ")
                     };
+                    // Only plugins with tools say so, so older reports read
+                    // as they did.
+                    let tools = if tools.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; tools {}", tools.join(" "))
+                    };
                     writeln!(
                         f,
-                        "loaded    {} {version} ({}): {commands}; {} hook(s)",
+                        "loaded    {} {version} ({}): {commands}{tools}; {} hook(s)",
                         plugin.name,
                         plugin.origin,
                         hooks.len()

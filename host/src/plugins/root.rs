@@ -1,6 +1,6 @@
 //! A plugin's files: a directory on disk, or the embedded built-in.
 //!
-//! Every file the loader reads (the three manifests and each component)
+//! Every file the loader reads (the four manifests and each component)
 //! comes through [`read_inside`], the one safe read path:
 //!
 //! * the path is relative and has no `..`; resolved through symlinks, it
@@ -27,6 +27,7 @@ use super::settings::FileLimits;
 pub(crate) enum FileKind {
     PluginJson,
     CommandsJson,
+    ToolsJson,
     HooksJson,
     Component,
 }
@@ -37,6 +38,7 @@ impl FileKind {
         match self {
             FileKind::PluginJson => Some("plugin.json"),
             FileKind::CommandsJson => Some("commands.json"),
+            FileKind::ToolsJson => Some("tools.json"),
             FileKind::HooksJson => Some("hooks.json"),
             FileKind::Component => None,
         }
@@ -46,6 +48,7 @@ impl FileKind {
         match self {
             FileKind::PluginJson => (limits.plugin_json_bytes, "plugin_json_bytes"),
             FileKind::CommandsJson => (limits.commands_json_bytes, "commands_json_bytes"),
+            FileKind::ToolsJson => (limits.tools_json_bytes, "tools_json_bytes"),
             FileKind::HooksJson => (limits.hooks_json_bytes, "hooks_json_bytes"),
             FileKind::Component => (limits.component_bytes, "component_bytes"),
         }
@@ -75,7 +78,8 @@ impl PluginRoot {
                 FileKind::PluginJson => Some(embedded::PLUGIN_JSON.to_owned()),
                 FileKind::CommandsJson => Some(embedded::COMMANDS_JSON.to_owned()),
                 FileKind::HooksJson => Some(embedded::HOOKS_JSON.to_owned()),
-                FileKind::Component => None,
+                // The built-in plugin declares no tools.
+                FileKind::ToolsJson | FileKind::Component => None,
             }),
             PluginRoot::Directory(dir) => match read_inside(dir, file, kind, limits)? {
                 None => Ok(None),

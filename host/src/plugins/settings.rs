@@ -12,6 +12,13 @@
 //! clocks = true                     # real wall and monotonic clocks
 //! random = true                     # the host's secure random source
 //! reuse_across_tasks = true         # honour `instances.reuse = "stateless"`
+//! network = ["GET https://api.example.com"]  # HTTP requests it may make (of those it asks)
+//!
+//! [plugins.network]                 # every granted plugin's wasi:http requests
+//! request_timeout_ms = 10000        # one request, from connecting to the body's last byte
+//! max_request_bytes = 1048576       # one request's body
+//! max_response_bytes = 8388608      # one response's body
+//! requests_per_call = 16            # requests one call (a tool call, say) may make
 //!
 //! [plugins.instances]
 //! total = 1000                      # component instances alive at once, all plugins
@@ -30,6 +37,7 @@
 //! plugin_json_bytes = 65536
 //! commands_json_bytes = 1048576
 //! hooks_json_bytes = 1048576
+//! tools_json_bytes = 1048576
 //! component_bytes = 134217728
 //!
 //! [plugins.declarations]
@@ -38,6 +46,9 @@
 //! arguments = 16                    # per command
 //! description_bytes = 1024          # per command (and per argument)
 //! usage_bytes = 256                 # per command
+//! tools = 64                        # per plugin
+//! tool_description_bytes = 4096     # per tool (sent to the model with every request)
+//! tool_schema_bytes = 16384         # per tool's input_schema, as JSON
 //! ```
 
 use std::collections::BTreeMap;
@@ -47,6 +58,7 @@ use serde::Deserialize;
 
 use super::grants::{Grant, Grants};
 use super::manifest::is_valid_plugin_name;
+use crate::tools::{MAX_TOOL_DESCRIPTION_BYTES, MAX_TOOL_SCHEMA_BYTES};
 
 /// `[plugins]`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -63,6 +75,7 @@ pub struct PluginsConfig {
     pub logs: LogLimits,
     pub files: FileLimits,
     pub declarations: DeclarationLimits,
+    pub network: NetworkLimits,
 }
 
 /// `[plugins] random_request_bytes` by default: seeding a generator takes 32
@@ -79,6 +92,7 @@ impl Default for PluginsConfig {
             logs: LogLimits::default(),
             files: FileLimits::default(),
             declarations: DeclarationLimits::default(),
+            network: NetworkLimits::default(),
         }
     }
 }
@@ -217,6 +231,7 @@ pub struct FileLimits {
     pub plugin_json_bytes: u64,
     pub commands_json_bytes: u64,
     pub hooks_json_bytes: u64,
+    pub tools_json_bytes: u64,
     pub component_bytes: u64,
 }
 
@@ -228,6 +243,8 @@ impl Default for FileLimits {
             // 64 commands of 1 KiB descriptions fit with room to spare.
             commands_json_bytes: 1 << 20,
             hooks_json_bytes: 1 << 20,
+            // 64 tools of 4 KiB descriptions and 16 KiB schemas.
+            tools_json_bytes: 1 << 20,
             // Python (~18 MB) and JavaScript (~12 MB) components, several
             // times over.
             component_bytes: 128 << 20,
@@ -241,6 +258,7 @@ impl FileLimits {
             ("plugin_json_bytes", self.plugin_json_bytes),
             ("commands_json_bytes", self.commands_json_bytes),
             ("hooks_json_bytes", self.hooks_json_bytes),
+            ("tools_json_bytes", self.tools_json_bytes),
             ("component_bytes", self.component_bytes),
         ] {
             if value == 0 {
@@ -262,6 +280,13 @@ pub struct DeclarationLimits {
     pub arguments: usize,
     pub description_bytes: usize,
     pub usage_bytes: usize,
+    /// Tools one plugin may declare in tools.json.
+    pub tools: usize,
+    /// A tool's description: the model reads it with every request, so it
+    /// costs tokens on every turn.
+    pub tool_description_bytes: usize,
+    /// A tool's `input_schema`, as JSON: also sent with every request.
+    pub tool_schema_bytes: usize,
 }
 
 impl Default for DeclarationLimits {
@@ -274,7 +299,92 @@ impl Default for DeclarationLimits {
             description_bytes: 1024,
             // A line.
             usage_bytes: 256,
+            tools: 64,
+            // A page: what a model needs to use a tool well.
+            tool_description_bytes: MAX_TOOL_DESCRIPTION_BYTES,
+            // A rich object schema with descriptions on every field.
+            tool_schema_bytes: MAX_TOOL_SCHEMA_BYTES,
         }
+    }
+}
+
+impl DeclarationLimits {
+    fn validate(&self) -> Result<(), (String, String)> {
+        let key = |name: &str| format!("plugins.declarations.{name}");
+        if self.tool_description_bytes > MAX_TOOL_DESCRIPTION_BYTES {
+            return Err((
+                key("tool_description_bytes"),
+                format!("must be at most {MAX_TOOL_DESCRIPTION_BYTES}, the most any tool may have"),
+            ));
+        }
+        if self.tool_schema_bytes > MAX_TOOL_SCHEMA_BYTES {
+            return Err((
+                key("tool_schema_bytes"),
+                format!("must be at most {MAX_TOOL_SCHEMA_BYTES}, the most any tool may have"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[plugins.network]`: the budget of every `wasi:http` request a granted
+/// plugin makes (ungranted plugins make none). A request beyond a bound
+/// fails with an error value the guest sees; the call goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkLimits {
+    /// One request, from connecting to the last byte of the response body.
+    pub request_timeout_ms: u64,
+    /// The body of one request; it is read in full before it is sent.
+    pub max_request_bytes: u64,
+    /// The body of one response.
+    pub max_response_bytes: u64,
+    /// Requests one call may make (a call's deadline bounds them too).
+    pub requests_per_call: u32,
+}
+
+impl Default for NetworkLimits {
+    fn default() -> Self {
+        NetworkLimits {
+            // A slow API answers in seconds; the call's own deadline (a
+            // tool's `timeout_ms`) still cuts a request that outlives it.
+            request_timeout_ms: 10_000,
+            // A JSON payload, with room for a small upload.
+            max_request_bytes: 1 << 20,
+            // A page or an API answer; within the default 64 MiB instance.
+            max_response_bytes: 8 << 20,
+            // A tool that pages through an API, not one that crawls.
+            requests_per_call: 16,
+        }
+    }
+}
+
+/// The longest one request may take: as long as a tool call may.
+const MAX_REQUEST_TIMEOUT_MS: u64 = crate::tools::MAX_TOOL_TIMEOUT_MS;
+
+impl NetworkLimits {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        let key = |name: &str| format!("plugins.network.{name}");
+        if !(1..=MAX_REQUEST_TIMEOUT_MS).contains(&self.request_timeout_ms) {
+            return Err((
+                key("request_timeout_ms"),
+                format!("must be from 1 to {MAX_REQUEST_TIMEOUT_MS}"),
+            ));
+        }
+        for (name, value) in [
+            ("max_request_bytes", self.max_request_bytes),
+            ("max_response_bytes", self.max_response_bytes),
+            ("requests_per_call", u64::from(self.requests_per_call)),
+        ] {
+            if value == 0 {
+                return Err((key(name), "must be at least 1".into()));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -297,7 +407,9 @@ impl PluginsConfig {
         }
         self.instances.validate()?;
         self.logs.validate()?;
-        self.files.validate()
+        self.files.validate()?;
+        self.declarations.validate()?;
+        self.network.validate()
     }
 
     /// The bounds the Wasm runtime applies.
@@ -353,6 +465,7 @@ mod tests {
                 clocks: true,
                 random: true,
                 reuse_across_tasks: true,
+                network: vec!["GET https://api.example.com".parse().expect("a rule")],
             },
         );
         assert_eq!(parsed, expected);
@@ -390,6 +503,22 @@ mod tests {
                 "plugins.files.component_bytes",
             ),
             ("[plugins.declarations]\nflags = 1", "unknown field `flags`"),
+            (
+                "[plugins.declarations]\ntool_schema_bytes = 1000000",
+                "plugins.declarations.tool_schema_bytes",
+            ),
+            (
+                "[plugins.network]\nrequest_timeout_ms = 0",
+                "plugins.network.request_timeout_ms",
+            ),
+            (
+                "[plugins.network]\nrequests_per_call = 0",
+                "plugins.network.requests_per_call",
+            ),
+            (
+                "[plugins.grants.p]\nnetwork = [\"api.example.com\"]",
+                "network rule `api.example.com`: it needs a scheme",
+            ),
         ] {
             let error = parse(text).expect_err(text);
             assert!(error.contains(expected), "{text}: {error}");

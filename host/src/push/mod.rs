@@ -18,7 +18,7 @@
 //! * `address`: which webhooks may be reached at all; `configs`: how many
 //!   there may be, per task and per participant.
 
-mod address;
+pub(crate) mod address;
 mod configs;
 mod deliver;
 

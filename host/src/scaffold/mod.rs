@@ -77,6 +77,20 @@ mod templates {
     pub(super) const JS_APP_JS: &str = include_str!("templates/js/app.js");
     pub(super) const JS_PACKAGE_JSON: &str = include_str!("templates/js/package.json");
     pub(super) const JS_BUILD_SH: &str = include_str!("templates/js/build.sh");
+    pub(super) const TOOL_README: &str = include_str!("templates/tool/README.md");
+    pub(super) const TOOL_LIB_RS: &str = include_str!("templates/tool/lib.rs");
+    pub(super) const TOOL_APP_PY: &str = include_str!("templates/tool/app.py");
+}
+
+/// What a scaffold serves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// A command, `/NAME [text]` (commands.json, `command.invoked.in`).
+    #[default]
+    Command,
+    /// A tool the model may call (tools.json, `tool.invoked.in`; contract
+    /// 0.2.0). Rust and Python.
+    Tool,
 }
 
 /// The languages a plugin can be scaffolded in.
@@ -153,6 +167,8 @@ pub enum ScaffoldError {
     /// The templates embedded in the binary do not fit together (a bug).
     #[error("the scaffold templates are broken (a bug in tiny-harness): {0}")]
     Template(String),
+    #[error("a {lang} scaffold cannot be a tool yet: use --lang rust or --lang python")]
+    NoToolTemplate { lang: Lang },
 }
 
 /// One file of a scaffold.
@@ -170,7 +186,9 @@ pub struct ScaffoldFile {
 pub struct Scaffold {
     pub name: String,
     pub lang: Lang,
-    /// The command it declares, without the slash.
+    pub kind: Kind,
+    /// The command it declares, without the slash (a tool scaffold: none,
+    /// this is empty).
     pub command: String,
     /// Why the command is not named after the plugin, when it is not.
     pub command_note: Option<String>,
@@ -188,7 +206,20 @@ pub struct Created {
 /// Render the plugin `name` in `lang` and write it to `parent/name`, which
 /// must not exist yet (`parent` is created when missing).
 pub fn create(name: &str, lang: Lang, parent: &Path) -> Result<Created, ScaffoldError> {
-    let scaffold = Scaffold::render(name, lang)?;
+    create_kind(name, lang, Kind::Command, parent)
+}
+
+/// [`create`] for a plugin of `kind`.
+pub fn create_kind(
+    name: &str,
+    lang: Lang,
+    kind: Kind,
+    parent: &Path,
+) -> Result<Created, ScaffoldError> {
+    let scaffold = match kind {
+        Kind::Command => Scaffold::render(name, lang)?,
+        Kind::Tool => Scaffold::render_tool(name, lang)?,
+    };
     let root = scaffold.write(parent)?;
     Ok(Created { root, scaffold })
 }
@@ -307,10 +338,97 @@ impl Scaffold {
         Ok(Scaffold {
             name: name.to_owned(),
             lang,
+            kind: Kind::Command,
             command,
             command_note,
             files,
         })
+    }
+
+    /// Every file of the tool plugin `name` in `lang`: the command
+    /// scaffold's build files and SDK, with tools.json for commands.json, a
+    /// `tool.invoked.in` hook, a tool body and the `tool-plugin` world.
+    pub fn render_tool(name: &str, lang: Lang) -> Result<Scaffold, ScaffoldError> {
+        let (source_path, source, source_row) = match lang {
+            Lang::Rust => (
+                "src/lib.rs",
+                templates::TOOL_LIB_RS,
+                "| `src/lib.rs` | the tool body: `Tool::call`, exported with `export_plugin!` |\n\
+                 | `Cargo.toml` | a `cdylib`, its own workspace; the SDK by path, serde_json |\n\
+                 | `wit/sdk-rust/` | the guest SDK (`tiny-harness-plugin`), a copy: it is not on crates.io |",
+            ),
+            Lang::Python => (
+                "app.py",
+                templates::TOOL_APP_PY,
+                "| `app.py` | the tool body: the class `Tool` (world `tool-plugin`) |",
+            ),
+            Lang::Js => return Err(ScaffoldError::NoToolTemplate { lang }),
+        };
+        let mut scaffold = Scaffold::render(name, lang)?;
+        let tool = tool_name(name);
+        let component = format!("{name}.wasm");
+        let readme_parts = readme_parts(&scaffold)?;
+        let mut files = Vec::new();
+        for file in scaffold.files.drain(..) {
+            let path = file.path.to_string_lossy().into_owned();
+            match path.as_str() {
+                "commands.json" | "README.md" | "app.py" | "src/lib.rs" => {}
+                "plugin.json" => files.push(json_file("plugin.json", &tool_plugin_json(name, lang, &tool))?),
+                "hooks.json" => files.push(json_file("hooks.json", &tool_hooks_json(&tool, &component))?),
+                "build.sh" => files.push(ScaffoldFile {
+                    contents: file.contents.replace("-w command-plugin", "-w tool-plugin"),
+                    ..file
+                }),
+                "Cargo.toml" => files.push(ScaffoldFile {
+                    contents: file.contents.replacen(
+                        "tiny-harness-plugin = { path = \"wit/sdk-rust\" }",
+                        "tiny-harness-plugin = { path = \"wit/sdk-rust\" }\n\
+                         # Reads the tool's JSON arguments; `std` only, no derive.\n\
+                         serde_json = { version = \"1\", default-features = false, features = [\"std\"] }",
+                        1,
+                    ),
+                    ..file
+                }),
+                _ => files.push(file),
+            }
+        }
+        files.push(json_file("tools.json", &tools_json(&tool))?);
+        let (prerequisites, build_note) = readme_parts;
+        let variables = [
+            ("name", name),
+            ("tool", tool.as_str()),
+            ("lang", lang.as_str()),
+            ("language", lang.title()),
+        ];
+        let mut fill = |path: &str, text: String| -> Result<(), ScaffoldError> {
+            let mut contents = text;
+            for (key, value) in variables {
+                contents = contents.replace(&format!("{{{{{key}}}}}"), value);
+            }
+            if let Some(left) = placeholder(&contents) {
+                return Err(ScaffoldError::Template(format!(
+                    "{path} keeps the placeholder {left}"
+                )));
+            }
+            files.push(file(path, contents));
+            Ok(())
+        };
+        fill(source_path, source.to_owned())?;
+        fill(
+            "README.md",
+            templates::TOOL_README
+                .replace("{{source_rows}}", source_row)
+                .replace("{{prerequisites}}", &prerequisites)
+                .replace(
+                    "{{build_note}}",
+                    &build_note.replace("-w command-plugin", "-w tool-plugin"),
+                ),
+        )?;
+        scaffold.files = files;
+        scaffold.kind = Kind::Tool;
+        scaffold.command = String::new();
+        scaffold.command_note = None;
+        Ok(scaffold)
     }
 
     /// Write the files to `parent/<name>`, which must not exist; returns that
@@ -355,11 +473,29 @@ impl fmt::Display for Created {
         let Scaffold {
             name,
             lang,
+            kind,
             command,
             command_note,
             ..
         } = &self.scaffold;
         let root = self.root.display();
+        if *kind == Kind::Tool {
+            let tool = tool_name(name);
+            writeln!(
+                f,
+                "Created the {} plugin `{name}` in {root}: the tool `{tool}`",
+                lang.title()
+            )?;
+            writeln!(f, "\nBuild it and check it:")?;
+            writeln!(f, "  {root}/build.sh")?;
+            writeln!(f, "  tiny-harness plugins check {root}")?;
+            return write!(
+                f,
+                "\nTo serve it, copy its three JSON files and {name}.wasm into plugins/{name}/; \
+                 the offline model calls it on `use tool {tool} with {{\"text\": \"hi\"}}`. \
+                 See {root}/README.md."
+            );
+        }
         writeln!(
             f,
             "Created the {} plugin `{name}` in {root}: /{command} [text]",
@@ -445,6 +581,73 @@ fn commands_json(command: &str) -> Value {
             "arguments": [{ "name": "text", "type": "text", "required": false }],
         }]
     })
+}
+
+/// The tool a tool scaffold declares: the plugin's name, with `_` for `.`
+/// (a tool name is `[A-Za-z0-9_-]`).
+fn tool_name(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+fn tool_plugin_json(name: &str, lang: Lang, tool: &str) -> Value {
+    json!({
+        "name": name,
+        "version": "0.1.0",
+        "description": format!("The {name} plugin, in {}: the tool {tool}", lang.title()),
+    })
+}
+
+fn tools_json(tool: &str) -> Value {
+    json!({
+        "tools": [{
+            "name": tool,
+            "description": "Counts the words of a text (and says it back)",
+            "input_schema": {
+                "type": "object",
+                "properties": { "text": { "type": "string", "description": "the text" } },
+                "required": ["text"],
+                "additionalProperties": false,
+            },
+            "timeout_ms": 2000,
+        }]
+    })
+}
+
+fn tool_hooks_json(tool: &str, component: &str) -> Value {
+    json!({
+        "hooks": [{
+            "name": format!("{tool}-body"),
+            "point": "tool.invoked.in",
+            "tool": tool,
+            "component": component,
+        }]
+    })
+}
+
+/// The command README's prerequisites and build note, rendered, for the
+/// tool README (they are the language's, not the kind's).
+fn readme_parts(scaffold: &Scaffold) -> Result<(String, String), ScaffoldError> {
+    let readme = scaffold
+        .files
+        .iter()
+        .find(|file| file.path == Path::new("README.md"))
+        .ok_or_else(|| ScaffoldError::Template("no README.md".into()))?;
+    let section = |from: &str, to: &str| -> Result<String, ScaffoldError> {
+        let start = readme
+            .contents
+            .find(from)
+            .ok_or_else(|| ScaffoldError::Template(format!("README.md has no `{from}`")))?
+            + from.len();
+        let end = readme.contents[start..]
+            .find(to)
+            .map(|at| start + at)
+            .ok_or_else(|| ScaffoldError::Template(format!("README.md has no `{to}`")))?;
+        Ok(readme.contents[start..end].trim().to_owned())
+    };
+    Ok((
+        section("## Prerequisites", "## Build")?,
+        section("```sh\n./build.sh\n```", "## Try it")?,
+    ))
 }
 
 fn hooks_json(command: &str, component: &str) -> Value {

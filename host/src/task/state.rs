@@ -193,6 +193,9 @@ pub(crate) struct UsageTotals {
     pub(crate) output_tokens: u64,
     /// Turns whose model reported usage.
     pub(crate) turns: u64,
+    /// What the most recent of them reported (for `/status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_turn: Option<Usage>,
 }
 
 /// A change to a task. [`TaskRecord::apply`] is the only way one happens.
@@ -523,6 +526,7 @@ impl TaskRecord {
                 totals.input_tokens = totals.input_tokens.saturating_add(usage.input_tokens);
                 totals.output_tokens = totals.output_tokens.saturating_add(usage.output_tokens);
                 totals.turns += 1;
+                totals.last_turn = Some(usage);
                 Applied::default()
             }
         }
@@ -607,7 +611,18 @@ impl TaskRecord {
             metadata.insert(PARENT_KEY.into(), json!(parent_id));
         }
         if self.usage.turns > 0 {
-            metadata.insert(USAGE_KEY.into(), json!(self.usage));
+            // The documented totals; the last turn's own figures are in its
+            // message's `metadata.trace.usage`.
+            let UsageTotals {
+                input_tokens,
+                output_tokens,
+                turns,
+                last_turn: _,
+            } = self.usage;
+            metadata.insert(
+                USAGE_KEY.into(),
+                json!({ "input_tokens": input_tokens, "output_tokens": output_tokens, "turns": turns }),
+            );
         }
         if !self.pending_approval.is_empty() {
             metadata.insert(PENDING_APPROVAL_KEY.into(), json!(self.pending_approval));
@@ -645,6 +660,7 @@ impl TaskRecord {
                 input_tokens: self.usage.input_tokens,
                 output_tokens: self.usage.output_tokens,
             },
+            last_turn_usage: self.usage.last_turn,
         }
     }
 

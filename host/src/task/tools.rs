@@ -16,6 +16,8 @@
 //! does (decision 007). Delegated tasks are offered neither tool: nobody can
 //! answer their questions, and delegation does not recurse.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::job::{Link, SubtaskEnd};
@@ -193,7 +195,23 @@ impl ToolRun<'_> {
             Ok(context) => context,
             Err(refusal) => return error(refusal),
         };
-        let mut context = match self.phase(Phase::In, context).await {
+        // A declared tool's body sees only arguments that fit its schema
+        // (as `pre` left them); the model reads what does not and may retry.
+        let declared = self.registry.tool(&context.call.name);
+        if let Some(tool) = declared
+            && let Err(problems) = tool.schema.check(&context.call.arguments)
+        {
+            return error(format!("invalid arguments: {problems}"));
+        }
+        // Its body has the declared time, whatever its executors do.
+        let body = self.phase(Phase::In, context);
+        let body = match declared.map(|tool| tool.declaration.timeout_ms) {
+            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), body)
+                .await
+                .unwrap_or_else(|_| Err(format!("tool `{name}` timed out after {ms} ms"))),
+            None => body.await,
+        };
+        let mut context = match body {
             Ok(context) => context,
             Err(refusal) => return error(refusal),
         };

@@ -8,6 +8,27 @@
 //! schema), who may use it (the roles of the participant whose message
 //! started the turn), how long a call may take, and whether a participant
 //! must approve each call first.
+//!
+//! * `schema.rs`: the input schema compiled, and the check every call's
+//!   arguments pass before the body runs;
+//! * `body.rs`: tool bodies (Wasm components, native Rust) as `in`
+//!   executors.
+//!
+//! Two kinds of sources live here beside the declarations, outside the
+//! registry (they outlive its generations): MCP servers ([`mcp`]) and other
+//! A2A agents as delegates ([`delegate`]), started together as
+//! [`ToolSources`].
+
+mod body;
+pub mod delegate;
+pub mod mcp;
+mod schema;
+pub(crate) mod settings;
+mod sources;
+
+pub use body::{NativeTool, ToolBody, ToolBodyExecutor, ToolBodyResult};
+pub use schema::ArgumentSchema;
+pub use sources::{ToolSourceSettings, ToolSources};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

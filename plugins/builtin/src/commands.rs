@@ -1,7 +1,7 @@
 //! The four built-in command bodies.
 
 use serde_json::json;
-use tiny_harness_plugin::{CommandError, Effect, Invocation, Outcome, TaskView};
+use tiny_harness_plugin::{CommandError, Effect, Invocation, Outcome, TaskView, Usage};
 
 const EFFORT_LEVELS: [&str; 3] = ["low", "medium", "high"];
 const EFFORT_USAGE: &str = "usage: /effort [low|medium|high]";
@@ -65,7 +65,9 @@ fn sub_task(invocation: &Invocation) -> Result<Outcome, CommandError> {
         .with_effect(Effect::SpawnSubtask(goal.to_owned())))
 }
 
-/// `/status`: the task's state, model, participants and open sub-tasks.
+/// `/status`: the task's state, model and effort, participants, open
+/// sub-tasks, turns, and the tokens its models reported (the last turn's
+/// and the total).
 fn status(task: &TaskView) -> Outcome {
     let open: Vec<_> = task.open_subtasks().collect();
     let state = match &task.sub_state {
@@ -96,6 +98,7 @@ fn status(task: &TaskView) -> Outcome {
         ));
     }
     text.push_str(&format!("\nTurns: {}", task.turn_count));
+    text.push_str(&format!("\nTokens: {}", tokens(task)));
 
     let data = json!({
         "state": task.state,
@@ -109,8 +112,26 @@ fn status(task: &TaskView) -> Outcome {
             .map(|s| json!({ "id": s.id, "goal": s.goal, "state": s.state }))
             .collect::<Vec<_>>(),
         "turn_count": task.turn_count,
+        "usage": {
+            "input_tokens": task.usage.input_tokens,
+            "output_tokens": task.usage.output_tokens,
+            "last_turn": task.last_turn_usage.as_ref().map(|last| json!({
+                "input_tokens": last.input_tokens,
+                "output_tokens": last.output_tokens,
+            })),
+        },
     });
     Outcome::reply(text).with_data(data.to_string())
+}
+
+/// `120 in, 48 out in total; last turn 40 in, 16 out`, or `none reported
+/// yet` before any model has answered.
+fn tokens(task: &TaskView) -> String {
+    let pair = |usage: &Usage| format!("{} in, {} out", usage.input_tokens, usage.output_tokens);
+    match &task.last_turn_usage {
+        None => "none reported yet".to_owned(),
+        Some(last) => format!("{} in total; last turn {}", pair(&task.usage), pair(last)),
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +165,14 @@ mod tests {
                 },
             ],
             turn_count: 3,
+            usage: Usage {
+                input_tokens: 120,
+                output_tokens: 48,
+            },
+            last_turn_usage: Some(Usage {
+                input_tokens: 40,
+                output_tokens: 16,
+            }),
         }
     }
 
@@ -217,5 +246,32 @@ mod tests {
         assert_eq!(data["open_subtasks"][0]["id"], "s1");
         assert_eq!(data["turn_count"], 3);
         assert_eq!(data["participants"][0]["role"], "reporter");
+    }
+
+    #[test]
+    fn status_shows_the_tokens_of_the_last_turn_and_in_total() {
+        let outcome = invoke("status", &[]).expect("outcome");
+        assert!(
+            outcome
+                .reply
+                .text
+                .contains("Tokens: 120 in, 48 out in total; last turn 40 in, 16 out"),
+            "{}",
+            outcome.reply.text
+        );
+        let data: serde_json::Value =
+            serde_json::from_str(outcome.reply.data.as_deref().expect("data")).expect("json");
+        assert_eq!(
+            data["usage"],
+            json!({"input_tokens": 120, "output_tokens": 48,
+                   "last_turn": {"input_tokens": 40, "output_tokens": 16}})
+        );
+        let mut fresh = task();
+        fresh.usage = Usage {
+            input_tokens: 0,
+            output_tokens: 0,
+        };
+        fresh.last_turn_usage = None;
+        assert_eq!(tokens(&fresh), "none reported yet");
     }
 }

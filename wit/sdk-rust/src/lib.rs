@@ -2,12 +2,15 @@
 //!
 //! A plugin is a WebAssembly component built for `wasm32-wasip2` from a
 //! `cdylib` crate. This crate generates the bindings for the
-//! `tiny-harness:plugin@0.1.0` contract (`wit/plugin.wit`) and wraps them in
-//! three small traits, one per export, whose methods all have defaults:
+//! `tiny-harness:plugin@0.2.0` contract (`wit/plugin.wit`) and wraps them in
+//! four small traits, one per export, whose methods all have defaults:
 //!
 //! * [`Command::run`]: a command body; gets an [`Invocation`], returns an
 //!   [`Outcome`] (a reply plus [`Effect`]s) or a [`CommandError`].
 //!   Default: fails with "no command body".
+//! * [`Tool::call`]: a tool body; gets a [`ToolCall`] (its JSON arguments
+//!   already checked against the tool's declared schema), returns a JSON
+//!   result or a [`ToolError`]. Default: fails with "no tool body".
 //! * [`Hook::handle`]: a generic hook executor; gets the hook point and its
 //!   JSON context, returns a [`Decision`]. Default: [`Decision::Pass`].
 //! * [`Completion::complete`]: argument completion. Default: no suggestions.
@@ -43,7 +46,28 @@
 //! command in `commands.json` and its body in `hooks.json` (see
 //! `docs/contracts.md`).
 //!
-//! Every component built with this crate exports all three interfaces; the
+//! A tool:
+//!
+//! ```no_run
+//! use tiny_harness_plugin::{Tool, ToolCall, ToolError};
+//!
+//! struct Shouter;
+//!
+//! impl Tool for Shouter {
+//!     fn call(call: ToolCall) -> Result<String, ToolError> {
+//!         // `call.arguments` fits the schema tools.json declares; read it
+//!         // with serde_json (`std` only is enough) when it has fields.
+//!         if call.task.turn_count > 100 {
+//!             return Err(ToolError::Refused("this conversation is long enough".into()));
+//!         }
+//!         Ok(tiny_harness_plugin::json::string(&call.arguments.to_uppercase()))
+//!     }
+//! }
+//!
+//! tiny_harness_plugin::export_plugin!(Shouter: Tool);
+//! ```
+//!
+//! Every component built with this crate exports all four interfaces; the
 //! host decides which one to call from the plugin's `hooks.json`.
 
 use std::fmt;
@@ -79,11 +103,11 @@ use bindings::tiny_harness::plugin::host;
 
 pub use bindings::tiny_harness::plugin::types::{
     Abort, AbortReason, Argument, CommandError, Decision, Effect, Invocation, Outcome, Participant,
-    Reply, Role, SubtaskView, Suggestion, TaskView,
+    Reply, Role, SubtaskView, Suggestion, TaskView, ToolCall, ToolError, Usage,
 };
 
 /// The WIT package version this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// A command body: the `command.invoked.in` executor for the commands this
 /// plugin declares in `commands.json`.
@@ -94,6 +118,21 @@ pub trait Command {
         Err(CommandError::Failed(format!(
             "this plugin has no command body for /{}",
             invocation.command
+        )))
+    }
+}
+
+/// A tool body: the `tool.invoked.in` executor for the tools this plugin
+/// declares in `tools.json`.
+pub trait Tool {
+    /// Runs the tool. `call.arguments` is a JSON object that fits the
+    /// tool's declared `input_schema`; the result is a JSON document (a JSON
+    /// string, for text) the model reads. A [`ToolError`] is read by the
+    /// model too, which may try again.
+    fn call(call: ToolCall) -> Result<String, ToolError> {
+        Err(ToolError::Failed(format!(
+            "this plugin has no tool body for `{}`",
+            call.name
         )))
     }
 }
@@ -127,6 +166,12 @@ impl<T: Command> exports::command::Guest for Bridge<T> {
     }
 }
 
+impl<T: Tool> exports::tool::Guest for Bridge<T> {
+    fn call(call: ToolCall) -> Result<String, ToolError> {
+        T::call(call)
+    }
+}
+
 impl<T: Hook> exports::hook::Guest for Bridge<T> {
     fn handle(point: String, context: String) -> Decision {
         T::handle(&point, &context)
@@ -139,12 +184,12 @@ impl<T: Completion> exports::completion::Guest for Bridge<T> {
     }
 }
 
-/// Exports a plugin type as this component's `command`, `hook` and
+/// Exports a plugin type as this component's `command`, `tool`, `hook` and
 /// `completion` implementations. Invoke it once, in the `cdylib` crate.
 ///
-/// * `export_plugin!(MyPlugin);` — `MyPlugin` implements all three of
-///   [`Command`], [`Hook`] and [`Completion`] (an empty `impl` keeps a
-///   trait's defaults).
+/// * `export_plugin!(MyPlugin);` — `MyPlugin` implements all four of
+///   [`Command`], [`Tool`], [`Hook`] and [`Completion`] (an empty `impl`
+///   keeps a trait's defaults).
 /// * `export_plugin!(MyPlugin: Command, Hook);` — `MyPlugin` implements the
 ///   listed traits; the macro adds default implementations of the others.
 #[macro_export]
@@ -158,6 +203,7 @@ macro_rules! export_plugin {
     };
     ($plugin:ty : $($implemented:ident),+ $(,)?) => {
         $crate::__default_impl!(Command; $plugin; $($implemented)+);
+        $crate::__default_impl!(Tool; $plugin; $($implemented)+);
         $crate::__default_impl!(Hook; $plugin; $($implemented)+);
         $crate::__default_impl!(Completion; $plugin; $($implemented)+);
         $crate::export_plugin!($plugin);
@@ -170,6 +216,7 @@ macro_rules! export_plugin {
 #[macro_export]
 macro_rules! __default_impl {
     (Command; $plugin:ty; Command $($rest:ident)*) => {};
+    (Tool; $plugin:ty; Tool $($rest:ident)*) => {};
     (Hook; $plugin:ty; Hook $($rest:ident)*) => {};
     (Completion; $plugin:ty; Completion $($rest:ident)*) => {};
     ($trait:ident; $plugin:ty; $other:ident $($rest:ident)*) => {
@@ -404,6 +451,11 @@ mod tests {
                 participants: Vec::new(),
                 subtasks: Vec::new(),
                 turn_count: 0,
+                usage: Usage {
+                    input_tokens: 0,
+                    output_tokens: 0,
+                },
+                last_turn_usage: None,
             },
         };
         assert_eq!(invocation.arg("blank"), None);

@@ -4,9 +4,12 @@
 //! - `/echo <text>`: replies with the text.
 //! - A `command.invoked.pre` policy that refuses `/echo` when the text
 //!   contains the word "forbidden".
+//! - The tool `word_count` (tools.json): counts the words of `text`.
 
 use serde_json::Value;
-use tiny_harness_plugin::{Command, CommandError, Decision, Hook, Invocation, Outcome};
+use tiny_harness_plugin::{
+    Command, CommandError, Decision, Hook, Invocation, Outcome, Tool, ToolCall, ToolError,
+};
 
 const DICE_USAGE: &str = "usage: /dice NdM, e.g. /dice 2d6 (1-100 dice of 2-1000 sides)";
 const ECHO_USAGE: &str = "usage: /echo <text>";
@@ -45,7 +48,30 @@ impl Hook for Example {
     }
 }
 
-tiny_harness_plugin::export_plugin!(Example: Command, Hook);
+/// The longest text `word_count` takes, in bytes.
+const MAX_TEXT_BYTES: usize = 100_000;
+
+impl Tool for Example {
+    fn call(call: ToolCall) -> Result<String, ToolError> {
+        if call.name != "word_count" {
+            return Err(ToolError::Failed(format!("no tool `{}` here", call.name)));
+        }
+        // The harness checked the arguments against tools.json's schema:
+        // `text` is there, and a string.
+        let arguments: Value = serde_json::from_str(&call.arguments)
+            .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
+        let text = arguments["text"].as_str().unwrap_or_default();
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(ToolError::InvalidArguments(format!(
+                "at most {MAX_TEXT_BYTES} bytes, please"
+            )));
+        }
+        let words = text.split_whitespace().count();
+        Ok(serde_json::json!({ "words": words }).to_string())
+    }
+}
+
+tiny_harness_plugin::export_plugin!(Example: Command, Hook, Tool);
 
 /// Rolls `NdM` dice and replies "2d6: 3 + 5 = 8" with data
 /// `{"rolls":[3,5],"total":8}`.

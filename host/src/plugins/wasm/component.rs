@@ -15,17 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use wasmtime::component::{Component, InstancePre, types::ComponentItem};
+use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Store, Trap};
 
-use super::bindings::{
-    ExportIndices, PACKAGE, PACKAGE_VERSION, decision_from_guest, exports, outcome_from_guest,
-};
+use super::bindings::latest::{decision_from_guest, outcome_from_guest};
+use super::bindings::{ContractVersion, Exports, PACKAGE, VersionError, latest};
 use super::capacity::{ComponentQuota, Cost, Room};
 use super::engine::{MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT, WasmRuntime};
 use super::pool::{InstancePool, LiveInstance, PoolKey};
 use super::store::{PluginIdentity, StoreState, new_store};
 use crate::commands::{BodyResult, Invocation, Suggestion};
+use crate::domain::{TaskView, ToolCall, ToolResult};
 use crate::hooks::{Decision, ExecutorFault, HookCall};
 
 /// Why a component cannot be used.
@@ -34,11 +34,21 @@ pub enum ComponentError {
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
     #[error(
-        "built against {PACKAGE}@{found}, but this harness speaks {PACKAGE}@{expected}; rebuild the plugin against wit/ of this harness"
+        "built against {PACKAGE}@{found}, but this harness speaks {expected}; rebuild the plugin against wit/ of this harness"
     )]
     WrongVersion { expected: String, found: String },
-    #[error("exports none of {PACKAGE}/command, /hook or /completion")]
+    #[error(
+        "names two versions of the contract, {PACKAGE}@{first} and @{second}; build it against one"
+    )]
+    MixedVersions { first: String, second: String },
+    #[error("exports none of {PACKAGE}/command, /tool, /hook or /completion")]
     NoExports,
+    #[error(
+        "imports wasi:http (outgoing HTTP requests), which plugin `{plugin}` is not granted: \
+         declare the hosts it calls in plugin.json (`\"capabilities\": {{\"network\": [...]}}`) \
+         and grant them with [plugins.grants.{plugin}] network = [...]"
+    )]
+    NetworkNotGranted { plugin: String },
     #[error("cannot be linked: {0}")]
     Link(String),
     #[error("cannot be given instances: {0}")]
@@ -50,7 +60,9 @@ pub struct PluginComponent {
     runtime: WasmRuntime,
     identity: Arc<PluginIdentity>,
     pre: InstancePre<StoreState>,
-    exports: ExportIndices,
+    /// Its exports, in the bindings of the contract version it was built
+    /// against.
+    exports: Exports,
     /// Warm instances, shared by every export of this component.
     pool: Arc<InstancePool>,
     /// Its own call quota within its plugin's share.
@@ -72,17 +84,33 @@ impl PluginComponent {
             .cache
             .load(&runtime.engine, bytes)
             .map_err(|err| ComponentError::Invalid(format!("{err:#}")))?;
-        check_contract_version(runtime, &component)?;
-        let pre = runtime
-            .linker
+        let version =
+            ContractVersion::of(&component, &runtime.engine).map_err(|err| match err {
+                VersionError::Unspoken { found } => ComponentError::WrongVersion {
+                    expected: ContractVersion::spoken(),
+                    found,
+                },
+                VersionError::Mixed { first, second } => {
+                    ComponentError::MixedVersions { first, second }
+                }
+            })?;
+        // wasi:http is linked only for a plugin granted network hosts; any
+        // other plugin whose component imports it is told why it cannot load.
+        let linker = if identity.network.is_some() {
+            &runtime.http_linker
+        } else {
+            if imports_http(runtime, &component) {
+                return Err(ComponentError::NetworkNotGranted {
+                    plugin: identity.name.clone(),
+                });
+            }
+            &runtime.linker
+        };
+        let pre = linker
             .instantiate_pre(&component)
             .map_err(|err| ComponentError::Link(format!("{err:#}")))?;
-        let exports = ExportIndices {
-            command: exports::tiny_harness::plugin::command::GuestIndices::new(&pre).ok(),
-            hook: exports::tiny_harness::plugin::hook::GuestIndices::new(&pre).ok(),
-            completion: exports::tiny_harness::plugin::completion::GuestIndices::new(&pre).ok(),
-        };
-        if exports.command.is_none() && exports.hook.is_none() && exports.completion.is_none() {
+        let exports = Exports::new(version, &pre);
+        if !exports.any() {
             return Err(ComponentError::NoExports);
         }
         let cost = cost_of(&component);
@@ -111,34 +139,88 @@ impl PluginComponent {
     }
 
     pub fn exports_command(&self) -> bool {
-        self.exports.command.is_some()
+        self.exports.command()
     }
 
     pub fn exports_hook(&self) -> bool {
-        self.exports.hook.is_some()
+        self.exports.hook()
+    }
+
+    /// Tools came with contract 0.2.0.
+    pub fn exports_tool(&self) -> bool {
+        self.exports.tool()
+    }
+
+    /// The contract version it was built against, e.g. `0.1.0`.
+    pub fn contract_version(&self) -> &'static str {
+        self.exports.version().as_str()
     }
 
     /// Run the component's command body, in an instance the invocation's
     /// task may use.
     pub async fn run_command(&self, invocation: Invocation, timeout: Duration) -> BodyResult {
-        let Some(indices) = &self.exports.command else {
+        if !self.exports.command() {
             return Err(ExecutorFault::Failed(format!(
                 "plugin {} does not export a command body",
                 self.identity.name
             )));
-        };
+        }
         let key = self.pool.key_for(Some(&invocation.task.id));
+        let invocation = latest::wit::Invocation::from(invocation);
         self.call(key, timeout, async |live: &mut LiveInstance| {
-            let result = async {
-                let guest = indices.load(&mut live.store, &live.instance)?;
-                guest.call_run(&mut live.store, &invocation.into()).await
-            }
-            .await;
-            match result {
+            let answer = self
+                .exports
+                .run_command(&mut live.store, &live.instance, &invocation)
+                .await;
+            match answer {
                 Ok(Ok(outcome)) => outcome_from_guest(outcome).map(Ok),
                 // The guest answered with an error value: a normal return,
                 // the instance is sound.
                 Ok(Err(error)) => Ok(Err(error.into())),
+                Err(err) => Err(fault(&live.store, err, timeout)),
+            }
+        })
+        .await
+    }
+
+    /// Run the component's tool body for `call`, in an instance `task` may
+    /// use. The result is the guest's JSON, or its typed error as the
+    /// message the model reads.
+    pub async fn call_tool(
+        &self,
+        call: &ToolCall,
+        task: &TaskView,
+        timeout: Duration,
+    ) -> Result<ToolResult, ExecutorFault> {
+        if !self.exports.tool() {
+            return Err(ExecutorFault::Failed(format!(
+                "plugin {} does not export a tool body",
+                self.identity.name
+            )));
+        }
+        let key = self.pool.key_for(Some(&task.id));
+        let call = latest::wit::ToolCall {
+            name: call.name.clone(),
+            id: call.id.clone(),
+            arguments: call.arguments.to_string(),
+            task: task.clone().into(),
+        };
+        self.call(key, timeout, async |live: &mut LiveInstance| {
+            let answer = self
+                .exports
+                .call_tool(&mut live.store, &live.instance, &call)
+                .await;
+            match answer {
+                Ok(Ok(json)) => {
+                    serde_json::from_str(&json)
+                        .map(ToolResult::Output)
+                        .map_err(|err| {
+                            ExecutorFault::BadAnswer(format!(
+                                "the tool's result is not JSON: {err}"
+                            ))
+                        })
+                }
+                Ok(Err(error)) => Ok(ToolResult::Error(tool_error(error))),
                 Err(err) => Err(fault(&live.store, err, timeout)),
             }
         })
@@ -153,22 +235,21 @@ impl PluginComponent {
         context: &Value,
         timeout: Duration,
     ) -> Result<Decision, ExecutorFault> {
-        let Some(indices) = &self.exports.hook else {
+        if !self.exports.hook() {
             return Err(ExecutorFault::Failed(format!(
                 "plugin {} does not export a hook executor",
                 self.identity.name
             )));
-        };
+        }
         let key = self.pool.key_for(call.task_id);
         let context = context.to_string();
         let point = call.point.to_string();
         self.call(key, timeout, async |live: &mut LiveInstance| {
-            let result = async {
-                let guest = indices.load(&mut live.store, &live.instance)?;
-                guest.call_handle(&mut live.store, &point, &context).await
-            }
-            .await;
-            match result {
+            let answer = self
+                .exports
+                .handle_hook(&mut live.store, &live.instance, &point, &context)
+                .await;
+            match answer {
                 Ok(decision) => decision_from_guest(decision),
                 Err(err) => Err(fault(&live.store, err, timeout)),
             }
@@ -185,19 +266,16 @@ impl PluginComponent {
         partial_arguments: &str,
         timeout: Duration,
     ) -> Result<Vec<Suggestion>, ExecutorFault> {
-        let Some(indices) = &self.exports.completion else {
+        if !self.exports.completion() {
             return Ok(Vec::new());
-        };
+        }
         let key = self.pool.key_for(None);
         self.call(key, timeout, async |live: &mut LiveInstance| {
-            let result = async {
-                let guest = indices.load(&mut live.store, &live.instance)?;
-                guest
-                    .call_complete(&mut live.store, command, partial_arguments)
-                    .await
-            }
-            .await;
-            match result {
+            let answer = self
+                .exports
+                .complete(&mut live.store, &live.instance, command, partial_arguments)
+                .await;
+            match answer {
                 Ok(suggestions) => Ok(suggestions
                     .into_iter()
                     .map(|suggestion| Suggestion {
@@ -212,7 +290,7 @@ impl PluginComponent {
     }
 
     pub fn exports_completion(&self) -> bool {
-        self.exports.completion.is_some()
+        self.exports.completion()
     }
 
     /// Run `body` in an instance `key` may use, within the quotas, and
@@ -340,48 +418,22 @@ fn fault(store: &Store<StoreState>, err: wasmtime::Error, timeout: Duration) -> 
     }
 }
 
-/// Refuse components built against another version of the contract, naming
-/// both versions, before anything tries to link them.
-fn check_contract_version(
-    runtime: &WasmRuntime,
-    component: &Component,
-) -> Result<(), ComponentError> {
-    let expected = semver::Version::parse(PACKAGE_VERSION)
-        .map_err(|err| ComponentError::Invalid(format!("bad built-in contract version: {err}")))?;
-    let ty = component.component_type();
-    let names = ty
-        .imports(&runtime.engine)
-        .chain(ty.exports(&runtime.engine))
-        .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
-        .map(|(name, _)| name.to_owned())
-        .collect::<Vec<_>>();
-    for name in names {
-        let Some(rest) = name.strip_prefix(PACKAGE).and_then(|r| r.strip_prefix('/')) else {
-            continue;
-        };
-        let found = rest
-            .split_once('@')
-            .map(|(_, version)| version)
-            .unwrap_or("");
-        let compatible = semver::Version::parse(found)
-            .map(|found| is_compatible(&expected, &found))
-            .unwrap_or(false);
-        if !compatible {
-            return Err(ComponentError::WrongVersion {
-                expected: PACKAGE_VERSION.to_owned(),
-                found: if found.is_empty() {
-                    "(unversioned)".into()
-                } else {
-                    found.to_owned()
-                },
-            });
+/// What the model reads for a tool's typed error: the kind first, so it
+/// knows whether to change its arguments or give up.
+fn tool_error(error: latest::wit::ToolError) -> String {
+    match error {
+        latest::wit::ToolError::InvalidArguments(message) => {
+            format!("invalid arguments: {message}")
         }
+        latest::wit::ToolError::Refused(message) => format!("refused: {message}"),
+        latest::wit::ToolError::Failed(message) => format!("failed: {message}"),
     }
-    Ok(())
 }
 
-/// Semver compatibility as the component model applies it: same major, and
-/// for 0.x the same minor.
-fn is_compatible(expected: &semver::Version, found: &semver::Version) -> bool {
-    expected.major == found.major && (expected.major != 0 || expected.minor == found.minor)
+/// Whether `component` imports any `wasi:http` interface.
+fn imports_http(runtime: &WasmRuntime, component: &Component) -> bool {
+    component
+        .component_type()
+        .imports(&runtime.engine)
+        .any(|(name, _)| name.starts_with("wasi:http/"))
 }

@@ -11,7 +11,7 @@ use wasmtime::{
     Config, Enabled, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig,
 };
 
-use super::bindings::Plugin;
+use super::bindings::{since_v0_1_0, since_v0_2_0};
 use super::cache::ComponentCache;
 use super::capacity::{Capacity, MEMORIES_PER_SLOT, TABLES_PER_SLOT};
 use super::clock::SandboxClocks;
@@ -83,7 +83,11 @@ impl Default for RuntimeLimits {
 #[derive(Clone)]
 pub struct WasmRuntime {
     pub(crate) engine: Engine,
+    /// Every import a component may have: WASI (deny-all) and each
+    /// contract version's host interface.
     pub(crate) linker: Arc<Linker<StoreState>>,
+    /// The same and `wasi:http`, for plugins granted network rules only.
+    pub(crate) http_linker: Arc<Linker<StoreState>>,
     pub(crate) cache: ComponentCache,
     pub(crate) capacity: Arc<Capacity>,
     /// The most one `get-random-bytes` call may ask for.
@@ -98,7 +102,8 @@ impl WasmRuntime {
 
     pub fn with_limits(config: RuntimeConfig, limits: RuntimeLimits) -> anyhow::Result<Self> {
         let engine = Engine::new(&engine_config(&limits.instances))?;
-        let linker = Arc::new(build_linker(&engine)?);
+        let linker = Arc::new(build_linker(&engine, false)?);
+        let http_linker = Arc::new(build_linker(&engine, true)?);
         spawn_epoch_ticker(engine.weak())?;
         Ok(WasmRuntime {
             cache: ComponentCache::new(config.cache_dir),
@@ -106,6 +111,7 @@ impl WasmRuntime {
             random_request_bytes: limits.random_request_bytes,
             engine,
             linker,
+            http_linker,
         })
     }
 }
@@ -150,7 +156,10 @@ fn engine_config(limits: &InstanceLimits) -> Config {
     config
 }
 
-fn build_linker(engine: &Engine) -> anyhow::Result<Linker<StoreState>> {
+/// Every `add_to_linker` in one place. With `http`, wasi:http's
+/// `outgoing-handler` and `types` too (their requests pass `http.rs`'s
+/// gate); without it a component that imports them cannot be linked.
+fn build_linker(engine: &Engine, http: bool) -> anyhow::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     // Every guest toolchain imports WASI (Rust's std does, even unused). The
     // context behind it denies everything: see `StoreState::new`.
@@ -164,7 +173,16 @@ fn build_linker(engine: &Engine) -> anyhow::Result<Linker<StoreState>> {
         StoreState::clock_view,
     )?;
     linker.allow_shadowing(false);
-    Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |state| state)?;
+    if http {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    }
+    // Each contract version's `host` (0.1.0's delegates to the latest's).
+    since_v0_2_0::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |state| {
+        state
+    })?;
+    since_v0_1_0::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |state| {
+        state
+    })?;
     Ok(linker)
 }
 

@@ -1,4 +1,4 @@
-//! Components as hook executors and command bodies.
+//! Components as hook executors, command bodies and tool bodies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::component::PluginComponent;
 use crate::commands::{BodyResult, CommandBody, Completer, Invocation, Suggestion};
-use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookCall};
+use crate::domain::{TaskView, ToolCall};
+use crate::hooks::{BoxFuture, Decision, Executor, ExecutorFault, HookCall, Progress};
+use crate::tools::{ToolBody, ToolBodyResult};
 
 /// A component's typed `command.run` export as a command body.
 pub struct WasmCommandBody {
@@ -24,6 +26,31 @@ impl WasmCommandBody {
 impl CommandBody for WasmCommandBody {
     fn run(&self, invocation: Invocation) -> BoxFuture<'_, BodyResult> {
         Box::pin(self.component.run_command(invocation, self.timeout))
+    }
+}
+
+/// A component's typed `tool.call` export as a tool body.
+pub struct WasmToolBody {
+    component: Arc<PluginComponent>,
+    timeout: Duration,
+}
+
+impl WasmToolBody {
+    pub fn new(component: Arc<PluginComponent>, timeout: Duration) -> Self {
+        WasmToolBody { component, timeout }
+    }
+}
+
+impl ToolBody for WasmToolBody {
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        task: &'a TaskView,
+        _progress: Option<&'a dyn Progress>,
+    ) -> BoxFuture<'a, ToolBodyResult> {
+        // A component reports nothing while it runs: its calls are short and
+        // bounded by the tool's timeout.
+        Box::pin(self.component.call_tool(call, task, self.timeout))
     }
 }
 

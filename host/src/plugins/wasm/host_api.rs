@@ -1,7 +1,8 @@
 //! The `host` interface plugins import: logging (within the log budget, see
-//! `log_budget.rs`) and their own configuration.
+//! `log_budget.rs`) and their own configuration. This is the latest
+//! contract's; 0.1.0's delegates here (`bindings/since_v0_1_0.rs`).
 
-use super::bindings::tiny_harness::plugin::host::{Host, Level};
+use super::bindings::latest::tiny_harness::plugin::host::{Host, Level};
 use super::store::StoreState;
 
 /// Guests may log, but not flood the log: longer messages are cut (and
@@ -29,7 +30,7 @@ impl Host for StoreState {
     }
 }
 
-impl super::bindings::tiny_harness::plugin::types::Host for StoreState {}
+impl super::bindings::latest::tiny_harness::plugin::types::Host for StoreState {}
 
 fn truncate(text: &str, max: usize) -> &str {
     if text.len() <= max {

@@ -20,9 +20,11 @@ use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::capacity::PluginShare;
 use super::clock::{ClockView, SandboxClock};
+use super::http::{HttpGate, NetworkAccess};
 use super::log_budget::CallLog;
 use super::pool::InstancePolicy;
 use super::random::{SeededStream, insecure_seed};
@@ -49,6 +51,9 @@ pub struct PluginIdentity {
     pub instances: InstancePolicy,
     /// What the plugin was granted beyond the sandbox's defaults.
     pub sandbox: Sandbox,
+    /// The HTTP requests it may make; `None`: no network, and no wasi:http
+    /// to ask with.
+    pub network: Option<Arc<NetworkAccess>>,
     /// Its instance quota and log rate, shared with its other generations.
     pub(crate) share: Arc<PluginShare>,
 }
@@ -111,6 +116,9 @@ pub(crate) struct StoreState {
     pub(crate) plugin: Arc<PluginIdentity>,
     stderr: StderrCapture,
     clock: SandboxClock,
+    /// wasi:http's state; every request passes `http_gate`.
+    http_ctx: WasiHttpCtx,
+    http_gate: HttpGate,
     /// What the current call has logged, against the log budget.
     pub(crate) log: CallLog,
     /// When the current call must stop; read by the epoch callback.
@@ -160,6 +168,8 @@ impl StoreState {
                 in_use: 0,
                 exhausted: false,
             },
+            http_ctx: WasiHttpCtx::new(),
+            http_gate: HttpGate::new(plugin.network.clone()),
             plugin,
             stderr,
             clock,
@@ -218,6 +228,16 @@ impl WasiView for StoreState {
     }
 }
 
+impl WasiHttpView for StoreState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http_ctx,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
+    }
+}
+
 /// A new, empty store for `plugin`, armed for a first call of at most
 /// `timeout`. The guest runs with its memory cap and a wall-clock deadline:
 /// it traps once the deadline has passed, and until then yields to the async
@@ -244,7 +264,7 @@ pub(crate) fn new_store(
 }
 
 /// Arm `store` for its next call: a deadline `timeout` from now, an empty
-/// stderr capture, and a clear out-of-memory flag. Done for a new store and
+/// stderr capture, a clear out-of-memory flag and a new HTTP request budget. Done for a new store and
 /// again before every reuse of a warm one, so no call inherits the previous
 /// call's deadline or output.
 pub(crate) fn begin_call(store: &mut Store<StoreState>, timeout: Duration) {
@@ -253,6 +273,7 @@ pub(crate) fn begin_call(store: &mut Store<StoreState>, timeout: Duration) {
     state.deadline = Instant::now() + timeout;
     state.stderr.clear();
     state.limits.exhausted = false;
+    state.http_gate.begin_call();
     // Check the deadline at the next epoch tick (and, through the callback,
     // at every tick after that).
     store.set_epoch_deadline(1);

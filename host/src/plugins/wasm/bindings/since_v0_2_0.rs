@@ -1,24 +1,24 @@
-//! Host bindings generated from `wit/plugin.wit`, and the conversions
-//! between them and the harness's own types (which stay free of wasmtime).
+//! `tiny-harness:plugin@0.2.0` (`wit/plugin.wit`), the latest contract: its
+//! bindings, and the conversions between its types and the harness's own
+//! (which stay free of wasmtime). Older versions convert to these types.
 
+use wasmtime::Store;
+use wasmtime::component::{Instance, InstancePre};
+
+use super::super::store::StoreState;
 use crate::commands::{Argument, CommandError, Effect, Invocation, Outcome, Reply};
-use crate::domain::{Participant, Role, SubtaskView, TaskView};
+use crate::domain::{Participant, Role, SubtaskView, TaskView, Usage};
 use crate::hooks::{Abort, AbortReason, Decision, ExecutorFault};
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../wit/plugin.wit",
     world: "plugin",
     imports: { default: async },
     exports: { default: async },
 });
 
-use self::tiny_harness::plugin::types as wit;
-use exports::tiny_harness::plugin::hook;
-
-/// The WIT package every component must be built against.
-pub(crate) const PACKAGE: &str = "tiny-harness:plugin";
-/// Its version; a component built against an incompatible one is refused.
-pub(crate) const PACKAGE_VERSION: &str = "0.1.0";
+pub(crate) use self::tiny_harness::plugin::types as wit;
+use exports::tiny_harness::plugin::{command, completion, hook, tool};
 
 impl From<Role> for wit::Role {
     fn from(role: Role) -> Self {
@@ -50,6 +50,15 @@ impl From<SubtaskView> for wit::SubtaskView {
     }
 }
 
+impl From<Usage> for wit::Usage {
+    fn from(usage: Usage) -> Self {
+        wit::Usage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        }
+    }
+}
+
 impl From<TaskView> for wit::TaskView {
     fn from(task: TaskView) -> Self {
         wit::TaskView {
@@ -63,6 +72,8 @@ impl From<TaskView> for wit::TaskView {
             participants: task.participants.into_iter().map(Into::into).collect(),
             subtasks: task.subtasks.into_iter().map(Into::into).collect(),
             turn_count: task.turn_count,
+            usage: task.usage.into(),
+            last_turn_usage: task.last_turn_usage.map(Into::into),
         }
     }
 }
@@ -165,7 +176,70 @@ pub(crate) fn decision_from_guest(decision: wit::Decision) -> Result<Decision, E
 
 /// Which of the contract's interfaces a component exports.
 pub(crate) struct ExportIndices {
-    pub(crate) command: Option<exports::tiny_harness::plugin::command::GuestIndices>,
+    pub(crate) command: Option<command::GuestIndices>,
+    pub(crate) tool: Option<tool::GuestIndices>,
     pub(crate) hook: Option<hook::GuestIndices>,
-    pub(crate) completion: Option<exports::tiny_harness::plugin::completion::GuestIndices>,
+    pub(crate) completion: Option<completion::GuestIndices>,
+}
+
+impl ExportIndices {
+    pub(crate) fn new(pre: &InstancePre<StoreState>) -> Self {
+        ExportIndices {
+            command: command::GuestIndices::new(pre).ok(),
+            tool: tool::GuestIndices::new(pre).ok(),
+            hook: hook::GuestIndices::new(pre).ok(),
+            completion: completion::GuestIndices::new(pre).ok(),
+        }
+    }
+
+    pub(crate) async fn run_command(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        invocation: &wit::Invocation,
+    ) -> wasmtime::Result<Result<wit::Outcome, wit::CommandError>> {
+        let indices = missing(self.command.as_ref(), "command")?;
+        let guest = indices.load(&mut *store, instance)?;
+        guest.call_run(store, invocation).await
+    }
+
+    pub(crate) async fn handle_hook(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        point: &str,
+        context: &str,
+    ) -> wasmtime::Result<wit::Decision> {
+        let indices = missing(self.hook.as_ref(), "hook")?;
+        let guest = indices.load(&mut *store, instance)?;
+        guest.call_handle(store, point, context).await
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        command: &str,
+        partial_arguments: &str,
+    ) -> wasmtime::Result<Vec<wit::Suggestion>> {
+        let indices = missing(self.completion.as_ref(), "completion")?;
+        let guest = indices.load(&mut *store, instance)?;
+        guest.call_complete(store, command, partial_arguments).await
+    }
+
+    pub(crate) async fn call_tool(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        call: &wit::ToolCall,
+    ) -> wasmtime::Result<Result<String, wit::ToolError>> {
+        let indices = missing(self.tool.as_ref(), "tool")?;
+        let guest = indices.load(&mut *store, instance)?;
+        guest.call_call(store, call).await
+    }
+}
+
+/// An export the caller should have checked for: a host bug, so a trap.
+pub(super) fn missing<'a, T>(indices: Option<&'a T>, export: &str) -> wasmtime::Result<&'a T> {
+    indices.ok_or_else(|| wasmtime::format_err!("the component exports no `{export}`"))
 }
