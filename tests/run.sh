@@ -22,4 +22,6 @@ node -e "process.exit(require('./tests/interop/js/node_modules/@a2a-js/sdk/packa
 tests/ui/install.sh
 
 examples/plugins/build.sh
+# The conformance agent's plugin (tests/e2e/conformance.rs drives it).
+examples/conformance/build.sh
 cargo test --workspace

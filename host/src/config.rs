@@ -14,6 +14,7 @@
 //! # cache_dir = "/home/me/.cache/tiny-harness/components"
 //! default_effort = "medium"        # low | medium | high
 //! default_lifecycle = "conversation" # conversation | task (a first message may choose)
+//! dedupe_first_messages = true     # a first message's id resent by its sender: the same task
 //! admins = ["root"]                # admins on every task; needs [auth] tokens (default none)
 //!
 //! [models]
@@ -169,6 +170,10 @@ pub struct Config {
     /// How a task a participant starts lives when its first message does not say:
     /// `conversation` (default, decision 007) or `task`.
     pub default_lifecycle: TaskLifecycle,
+    /// Whether a first message (no `taskId`) whose `messageId` its sender already started
+    /// a task with is a resend, answered with that task (default), or starts a new task
+    /// (`false`: for clients that reuse ids, like the A2A conformance kit).
+    pub dedupe_first_messages: bool,
     /// Participant ids that are admins on every task. Default none. Admin rights need a
     /// credential: with admins and no `[auth] tokens` the configuration is refused
     /// ([`ConfigError::SelfAssertedAdmins`]).
@@ -505,6 +510,7 @@ impl Default for Config {
             models: ModelsConfig::default(),
             default_effort: "medium".to_owned(),
             default_lifecycle: TaskLifecycle::default(),
+            dedupe_first_messages: true,
             admins: Vec::new(),
             auth: AuthConfig::default(),
             http: HttpConfig::default(),
@@ -767,6 +773,7 @@ impl Config {
             default_effort: self.default_effort.clone(),
             admins: self.admins.clone(),
             default_lifecycle: self.default_lifecycle,
+            dedupe_first_messages: self.dedupe_first_messages,
             agent: AgentSettings {
                 system_prompt: self.agent.system_prompt.clone(),
                 max_tool_rounds: self.agent.max_tool_rounds,

@@ -9,6 +9,7 @@ mod support;
 
 mod abuse;
 mod cli;
+mod conformance;
 mod durability;
 mod plugin_host;
 mod plugin_server;

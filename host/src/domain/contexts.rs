@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::answer::{ArtifactPiece, Disposition};
 use super::model::{ModelRequest, Reasoning, StopReason, ToolCall, Usage};
 use super::participant::Participant;
 use super::view::{SubtaskView, TaskView};
@@ -102,6 +103,14 @@ pub struct ModelResponse {
     /// of the tool round (Anthropic's signed thinking), if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
+    /// Artifacts the answer adds to the task, whole or in chunks (an
+    /// executor's, never a provider's: see `domain::answer`). A one-shot
+    /// task keeps them instead of its reply artifact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactPiece>,
+    /// How the answer reaches the task and its sender, when not as usual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disposition: Option<Disposition>,
 }
 
 /// `llm.invoked`: one model request of a turn (a turn with tool rounds
@@ -113,6 +122,10 @@ pub struct ModelResponse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LlmContext {
     pub task: TaskView,
+    /// The `messageId` of the participant's message the turn answers (a
+    /// delegated task's goal has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
     pub request: ModelRequest,
     #[serde(default)]
     pub response: Option<ModelResponse>,

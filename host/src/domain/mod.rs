@@ -8,12 +8,14 @@
 //! each other. JSON appears only where a context crosses to an executor
 //! (a Wasm component or a remote endpoint).
 
+mod answer;
 mod command;
 mod contexts;
 mod model;
 mod participant;
 mod view;
 
+pub use answer::{ArtifactPiece, Disposition, MAX_ARTIFACT_PIECES, check_pieces};
 pub use command::{
     Argument, CommandContext, CommandError, CommandResult, Effect, Invocation, InvokedCommand,
     Outcome, Reply,

@@ -15,6 +15,9 @@
 //!   conversation parks, a delegated task completes, a one-shot task keeps
 //!   its reply as an artifact and concludes: it waits for its open
 //!   sub-tasks, then completes if `task.complete` allows (else it parks).
+//! * An answer an `llm.invoked` executor shaped may add artifacts, reject
+//!   the task (`REJECTED`, in any lifecycle), or ask that a blocking sender
+//!   get the agent's message instead of the task (`domain::answer`).
 //! * A control (`complete`) and a cancellation act at once: after the
 //!   sender's role is checked, they cut the running turn (dropping its
 //!   partial output) and go straight to their decision.
@@ -42,15 +45,15 @@ use super::directory::Directory;
 use super::effects;
 use super::env::Env;
 use super::events::{self, Sequenced};
-use super::inbox::{Admitted, Canceller, Command, Reply, Submission, stopped};
-use super::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
+use super::inbox::{Admitted, Canceller, Command, Reply, Submission, TurnReply, stopped};
+use super::job::{Answer, Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
 use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
 use super::state::{
-    ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, StatusChange, SubState, TaskRecord,
-    Turn, TurnWork,
+    ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, REPLY_MESSAGE_KEY, StatusChange,
+    SubState, TaskRecord, Turn, TurnWork,
 };
 use super::subtasks::{self, Report};
 use super::tools::{Toolbox, denied};
@@ -63,8 +66,8 @@ use crate::a2a::types::{
 };
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{
-    Participant, RequestContext, Role, StateChangedContext, SubtaskSpawnedContext, SubtaskView,
-    TaskCreatedContext, TaskRef, TaskView, ToolCall,
+    ArtifactPiece, Disposition, Participant, RequestContext, Role, StateChangedContext,
+    SubtaskSpawnedContext, SubtaskView, TaskCreatedContext, TaskRef, TaskView, ToolCall,
 };
 use crate::hooks::{Trace, TraceRecord};
 
@@ -114,6 +117,7 @@ pub(crate) fn spawn(
         notes: Vec::new(),
         subtask_waiters: HashMap::new(),
         turn_ended: false,
+        direct_reply: None,
         broken: None,
     };
     tokio::spawn(actor.run(start));
@@ -127,7 +131,7 @@ struct Pending {
 }
 
 /// A caller waiting for the turn to end, and how much history it wants.
-type Waiter = (Option<i32>, oneshot::Sender<Result<Task, A2aError>>);
+type Waiter = (Option<i32>, oneshot::Sender<Result<TurnReply, A2aError>>);
 
 struct TaskActor {
     /// The task as this actor has changed it; the store has it as of the
@@ -157,6 +161,9 @@ struct TaskActor {
     subtask_waiters: HashMap<String, oneshot::Sender<SubtaskEnd>>,
     /// The turn ended since the last commit: answer the waiters after it.
     turn_ended: bool,
+    /// The agent message a blocking sender gets instead of the task when
+    /// the turn ends (an answer with the `message` disposition).
+    direct_reply: Option<Message>,
     /// The store refused a write; the actor stops.
     broken: Option<A2aError>,
 }
@@ -306,7 +313,7 @@ impl TaskActor {
         if running {
             self.waiters.push((history_length, done));
         } else {
-            let _ = done.send(Ok(self.record.to_task(history_length)));
+            let _ = done.send(Ok(TurnReply::Task(self.record.to_task(history_length))));
         }
         let _ = reply.send(Ok(Admitted {
             task: self.record.to_task(history_length),
@@ -375,6 +382,8 @@ impl TaskActor {
             self.apply(Change::ApprovalDecided);
         }
         let events = self.events.subscribe();
+        // A message-only answer belongs to the turn that made it.
+        self.direct_reply = None;
         self.apply(Change::Received(message));
         self.apply(Change::Status(StatusChange::working()));
         if approval.is_some() {
@@ -489,9 +498,20 @@ impl TaskActor {
         let budget = entry.as_ref().map_or(u64::MAX, |entry| {
             transcript_budget(entry, system.as_deref(), &tools)
         });
+        let message_id = match self.record.lifecycle {
+            Lifecycle::Delegated { .. } => None,
+            Lifecycle::Conversation | Lifecycle::Task => self
+                .record
+                .history
+                .iter()
+                .rev()
+                .find(|message| message.role == MessageRole::User)
+                .map(|message| message.message_id.clone()),
+        };
         let turn = AgentTurn {
             registry,
             model: entry,
+            message_id,
             model_name: self.record.model.clone(),
             effort: self.record.effort.parse().unwrap_or_default(),
             system,
@@ -618,6 +638,28 @@ impl TaskActor {
             trace: Some(TurnTrace { trace, usage }),
             ..Ending::default()
         };
+        let end = match end {
+            TurnEnd::Reply(answer) => match self.check_answer(&answer) {
+                Err(reason) => TurnEnd::Failed(reason),
+                Ok(()) if answer.disposition == Some(Disposition::Reject) => {
+                    self.keep_artifacts(answer.artifacts, None);
+                    return self.conclude(TaskState::Rejected, answer.text, ending);
+                }
+                Ok(()) => TurnEnd::Reply(answer),
+            },
+            other => other,
+        };
+        let direct = matches!(&end, TurnEnd::Reply(answer) if answer.disposition == Some(Disposition::Message));
+        self.finish_by_lifecycle(end, ending);
+        if direct {
+            // The reply just joined the history (parked, or kept by a concluding task).
+            self.direct_reply = self.record.history.last().cloned();
+        }
+    }
+
+    /// End the turn as the task's lifecycle says: a conversation parks, a
+    /// delegated task completes, a one-shot task concludes.
+    fn finish_by_lifecycle(&mut self, end: TurnEnd, ending: Ending) {
         if self.record.lifecycle == Lifecycle::Task
             && !matches!(
                 end,
@@ -628,11 +670,17 @@ impl TaskActor {
         }
         let delegated = matches!(self.record.lifecycle, Lifecycle::Delegated { .. });
         match end {
-            TurnEnd::Reply(text) if delegated => self.conclude(TaskState::Completed, text, ending),
+            TurnEnd::Reply(answer) if delegated => {
+                self.keep_artifacts(answer.artifacts, None);
+                self.conclude(TaskState::Completed, answer.text, ending);
+            }
             TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) if delegated => {
                 self.conclude(TaskState::Failed, reason, Ending::notice(ending))
             }
-            TurnEnd::Reply(text) => self.end_turn(text, SubState::AwaitingNextMessage, ending),
+            TurnEnd::Reply(answer) => {
+                self.keep_artifacts(answer.artifacts, None);
+                self.end_turn(answer.text, SubState::AwaitingNextMessage, ending);
+            }
             TurnEnd::Asked(question) => {
                 let ending = Ending {
                     mark: Some(HarnessMark::Question),
@@ -650,6 +698,50 @@ impl TaskActor {
             TurnEnd::AwaitingApproval(calls) => self.await_approval(calls, ending),
             TurnEnd::Command(result) => self.finish_command(result, ending),
             TurnEnd::Completion(verdict) => self.finish_completion(verdict, ending),
+        }
+    }
+
+    /// Whether an answer's artifacts may be kept: well formed, within the
+    /// limits, and not reusing an artifact id of the task.
+    fn check_answer(&self, answer: &Answer) -> Result<(), String> {
+        let limit = self.env.settings.limits.max_reply_bytes;
+        crate::domain::check_pieces(&answer.artifacts, limit)
+            .map_err(|problem| format!("the answer's artifacts cannot be kept: {problem}"))?;
+        let reused = answer.artifacts.iter().find(|piece| {
+            let id = &piece.artifact.artifact_id;
+            self.record
+                .artifacts
+                .iter()
+                .any(|kept| &kept.artifact_id == id)
+        });
+        match reused {
+            Some(piece) => Err(format!(
+                "the answer's artifacts cannot be kept: the task already has an artifact `{}`",
+                piece.artifact.artifact_id
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Keep an answer's artifacts (checked by [`TaskActor::check_answer`]),
+    /// each marked with the reply it came with, when there is one.
+    fn keep_artifacts(&mut self, pieces: Vec<ArtifactPiece>, reply_id: Option<&str>) {
+        for ArtifactPiece {
+            mut artifact,
+            append,
+            last_chunk,
+        } in pieces
+        {
+            if let Some(id) = reply_id {
+                artifact
+                    .metadata
+                    .insert(REPLY_MESSAGE_KEY.into(), Value::String(id.to_owned()));
+            }
+            self.apply(Change::ArtifactChunk {
+                artifact,
+                append,
+                last_chunk,
+            });
         }
     }
 
@@ -723,12 +815,16 @@ impl TaskActor {
     }
 
     /// The end of a one-shot task's turn: a failure fails it; a reply (the
-    /// model's or a command's) joins the history, becomes its reply artifact,
-    /// and the task concludes. (A question the model asks parks it like a
+    /// model's or a command's) joins the history, becomes its reply artifact
+    /// (or the answer's own artifacts stand in for it), and the task concludes. (A question the model asks parks it like a
     /// conversation: the answer is the next turn.)
     fn finish_one_shot(&mut self, end: TurnEnd, ending: Ending) {
+        let mut pieces = Vec::new();
         let (text, ending) = match end {
-            TurnEnd::Reply(text) => (text, ending),
+            TurnEnd::Reply(answer) => {
+                pieces = answer.artifacts;
+                (answer.text, ending)
+            }
             TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) => {
                 return self.conclude(TaskState::Failed, reason, Ending::notice(ending));
             }
@@ -754,9 +850,15 @@ impl TaskActor {
         };
         let data = ending.data.clone();
         let reply = self.ending_message(text, ending);
+        let reply_id = reply.message_id.clone();
         let artifact = self.record.reply_artifact(&reply, data.as_ref());
         self.apply(Change::Status(StatusChange::recorded(reply)));
-        self.apply(Change::Artifact(artifact));
+        // An answer's own artifacts stand in for the reply artifact.
+        if pieces.is_empty() {
+            self.apply(Change::Artifact(artifact));
+        } else {
+            self.keep_artifacts(pieces, Some(&reply_id));
+        }
         let requested_by = self.reporter();
         self.apply(Change::TurnStarted(Turn::first(TurnWork::Conclude {
             requested_by: requested_by.clone(),
@@ -1131,8 +1233,13 @@ impl TaskActor {
     async fn settle(&mut self) -> Result<(), A2aError> {
         self.commit().await?;
         if std::mem::take(&mut self.turn_ended) {
+            let direct = self.direct_reply.take();
             for (history_length, waiter) in self.waiters.drain(..) {
-                let _ = waiter.send(Ok(self.record.to_task(history_length)));
+                let reply = match &direct {
+                    Some(message) => TurnReply::Message(message.clone()),
+                    None => TurnReply::Task(self.record.to_task(history_length)),
+                };
+                let _ = waiter.send(Ok(reply));
             }
         }
         Ok(())

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 
-use super::job::{Link, Record, TurnEnd, TurnOutput};
+use super::job::{Answer, Link, Record, TurnEnd, TurnOutput};
 use super::state::ApprovalDecision;
 use super::tools::{Called, ToolRun, Toolbox, denied};
 use super::transcript::Transcript;
@@ -46,6 +46,8 @@ pub(crate) struct AgentTurn {
     pub(crate) system: Option<String>,
     pub(crate) max_tool_rounds: u32,
     pub(crate) task: TaskView,
+    /// The participant's message the turn answers, if any.
+    pub(crate) message_id: Option<String>,
     pub(crate) transcript: Transcript,
     pub(crate) tools: Toolbox,
     /// The participants' decision on the calls that awaited approval, when
@@ -93,7 +95,7 @@ impl AgentTurn {
                         "the model `{}` refused to answer",
                         self.model_name
                     )),
-                    _ => TurnEnd::Reply(response.text),
+                    _ => TurnEnd::Reply(Answer::from(response)),
                 };
             }
             let calls = response.tool_calls.clone();
@@ -175,6 +177,7 @@ impl AgentTurn {
     ) -> Result<ModelResponse, String> {
         let context = LlmContext {
             task: self.task.clone(),
+            message_id: self.message_id.clone(),
             request,
             response: None,
         };
@@ -295,6 +298,8 @@ async fn stream(
         usage: None,
         stop: StopReason::EndTurn,
         reasoning: None,
+        artifacts: Vec::new(),
+        disposition: None,
     };
     while let Some(event) = events.next().await {
         match event.map_err(|error| format!("the model `{model}` failed: {error}"))? {

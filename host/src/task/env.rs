@@ -24,6 +24,9 @@ pub struct TaskSettings {
     pub admins: Vec<String>,
     /// How a task a participant starts lives when its first message does not say.
     pub default_lifecycle: TaskLifecycle,
+    /// Whether a first message whose id its sender already started a task
+    /// with is a resend of it (answered with that task) or starts a new one.
+    pub dedupe_first_messages: bool,
     /// How model turns run.
     pub agent: AgentSettings,
     /// What one task may grow to.
@@ -39,6 +42,7 @@ impl Default for TaskSettings {
             default_effort: "medium".to_owned(),
             admins: Vec::new(),
             default_lifecycle: TaskLifecycle::default(),
+            dedupe_first_messages: true,
             agent: AgentSettings::default(),
             limits: TaskLimits::default(),
         }

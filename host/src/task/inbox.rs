@@ -25,10 +25,18 @@ pub(crate) struct Admitted {
     pub(crate) task: Task,
     pub(crate) seq: u64,
     pub(crate) events: broadcast::Receiver<Sequenced>,
-    pub(crate) done: oneshot::Receiver<Result<Task, A2aError>>,
+    pub(crate) done: oneshot::Receiver<Result<TurnReply, A2aError>>,
     /// The message was accepted before and its turn is over: `task` is
     /// already the answer.
     pub(crate) finished: bool,
+}
+
+/// What a blocking sender gets when its turn ends: the task, or the agent's
+/// message alone when the answer asked for a message-only reply.
+#[derive(Debug)]
+pub(crate) enum TurnReply {
+    Task(Task),
+    Message(Message),
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, A2aError>>;

@@ -17,7 +17,9 @@ use tokio::task::AbortHandle;
 
 use super::completion::Verdict;
 use crate::commands::{CommandFailure, Outcome};
-use crate::domain::{SubtaskView, ToolCall, ToolOutput, Usage};
+use crate::domain::{
+    ArtifactPiece, Disposition, ModelResponse, SubtaskView, ToolCall, ToolOutput, Usage,
+};
 use crate::hooks::{Progress, TraceRecord};
 
 /// Steps buffered between the work and the actor. Progress and deltas come
@@ -93,7 +95,7 @@ impl TurnOutput {
 #[derive(Debug)]
 pub(crate) enum TurnEnd {
     /// The model answered.
-    Reply(String),
+    Reply(Answer),
     /// The model asked the participants a question (`ask_participant`);
     /// their next message answers it.
     Asked(String),
@@ -108,6 +110,25 @@ pub(crate) enum TurnEnd {
     Command(Result<Outcome, CommandFailure>),
     /// A completion request was decided.
     Completion(Verdict),
+}
+
+/// The model's final answer of a turn: its text, and what an `llm.invoked`
+/// executor asked beyond it (checked by the actor, which has the limits).
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    pub(crate) text: String,
+    pub(crate) artifacts: Vec<ArtifactPiece>,
+    pub(crate) disposition: Option<Disposition>,
+}
+
+impl From<ModelResponse> for Answer {
+    fn from(response: ModelResponse) -> Self {
+        Answer {
+            text: response.text,
+            artifacts: response.artifacts,
+            disposition: response.disposition,
+        }
+    }
 }
 
 /// The work's side of the channel.

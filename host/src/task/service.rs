@@ -35,7 +35,7 @@ use super::directory::Directory;
 use super::env::TaskLifecycle;
 use super::env::{Env, TaskSettings};
 use super::events::{Replay, Sequenced, TaskEvents};
-use super::inbox::{self, Admitted, Canceller, Command, Submission};
+use super::inbox::{self, Admitted, Canceller, Command, Submission, TurnReply};
 use super::listing;
 use super::screen;
 use super::state::{LIFECYCLE_KEY, Lifecycle, TaskRecord, new_id, trim_history};
@@ -273,15 +273,17 @@ impl TaskService {
         let admitted = self
             .admit(caller, request.message, push, history_length)
             .await?;
-        let task = if configuration.return_immediately {
-            admitted.task
+        let reply = if configuration.return_immediately {
+            TurnReply::Task(admitted.task)
         } else {
             admitted.done.await.map_err(|_| inbox::stopped())??
         };
-        Ok(SendMessageResponse::Task(trim_history(
-            task,
-            configuration.history_length,
-        )))
+        Ok(match reply {
+            TurnReply::Task(task) => {
+                SendMessageResponse::Task(trim_history(task, configuration.history_length))
+            }
+            TurnReply::Message(message) => SendMessageResponse::Message(message),
+        })
     }
 
     /// `SendStreamingMessage`: like `send_message`, streaming the turn. The
@@ -555,6 +557,8 @@ impl TaskService {
                 task_id: task_id.clone(),
                 message_id,
             },
+            // The operator may let senders reuse a first message's id.
+            None if !self.inner.env.settings.dedupe_first_messages => return Ok(None),
             None => MessageLookup::Started {
                 created_by: caller.id.clone(),
                 message_id,

@@ -198,6 +198,13 @@ pub(crate) enum Change {
     Status(StatusChange),
     /// An artifact was added.
     Artifact(Artifact),
+    /// One piece of an answer's artifacts: a new artifact, or (`append`)
+    /// parts added to one an earlier piece of the same answer started.
+    ArtifactChunk {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
     Model(String),
     Effort(String),
     /// Participants added, or their roles changed.
@@ -222,6 +229,7 @@ impl Change {
             Change::Received(_) => "received",
             Change::Status(_) => "status",
             Change::Artifact(_) => "artifact",
+            Change::ArtifactChunk { .. } => "artifact_chunk",
             Change::Model(_) => "model",
             Change::Effort(_) => "effort",
             Change::Participants(_) => "participants",
@@ -401,6 +409,30 @@ impl TaskRecord {
                     task_id: self.id.clone(),
                     context_id: self.context_id.clone(),
                     artifact,
+                    ..TaskArtifactUpdateEvent::default()
+                });
+                self.sequenced(event)
+            }
+            Change::ArtifactChunk {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                let started = self
+                    .artifacts
+                    .iter_mut()
+                    .rev()
+                    .find(|kept| append && kept.artifact_id == artifact.artifact_id);
+                match started {
+                    Some(kept) => kept.parts.extend(artifact.parts.iter().cloned()),
+                    None => self.artifacts.push(artifact.clone()),
+                }
+                let event = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: self.id.clone(),
+                    context_id: self.context_id.clone(),
+                    artifact,
+                    append,
+                    last_chunk,
                     ..TaskArtifactUpdateEvent::default()
                 });
                 self.sequenced(event)
@@ -637,7 +669,7 @@ impl TaskRecord {
             .artifacts
             .iter()
             .rev()
-            .find(|artifact| artifact.artifact_id.starts_with(REPLY_ARTIFACT_PREFIX))?;
+            .find(|artifact| artifact.metadata.contains_key(REPLY_MESSAGE_KEY))?;
         let id = artifact.metadata.get(REPLY_MESSAGE_KEY)?.as_str()?;
         self.history
             .iter()

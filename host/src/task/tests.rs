@@ -27,6 +27,7 @@ use crate::plugins::wasm::{RuntimeConfig, WasmRuntime};
 use crate::task::state::message_text;
 
 mod agent;
+mod answers;
 mod durable;
 
 // --- Fixtures --------------------------------------------------------------------------------
