@@ -133,7 +133,11 @@ fn service(models: Models) -> anyhow::Result<TaskService> {
         selectable_models: vec!["gpt".into()],
         ..TaskSettings::default()
     };
-    Ok(TaskService::new(settings, Registries::new(registry), models))
+    Ok(TaskService::new(
+        settings,
+        Registries::new(registry),
+        models,
+    ))
 }
 
 /// The answer to `text` read straight from the adapter: what a turn costs
@@ -167,9 +171,7 @@ async fn model_alone(models: &Models, text: &str) -> Duration {
 
 /// A new conversation's first turn, to its parked status.
 async fn one_turn(service: &TaskService, text: &str) -> Duration {
-    let caller = Caller {
-        id: "alice".into(),
-    };
+    let caller = Caller { id: "alice".into() };
     let request = SendMessageRequest {
         tenant: None,
         message: Message::new(Role::User, uuid(), vec![Part::text(text)]),
@@ -251,7 +253,10 @@ async fn token_to_sse_delays(
         }
     }
     if delays.len() != DELAY_TOKENS {
-        bail!("{} of {DELAY_TOKENS} tokens reached the client", delays.len());
+        bail!(
+            "{} of {DELAY_TOKENS} tokens reached the client",
+            delays.len()
+        );
     }
     Ok(delays)
 }
