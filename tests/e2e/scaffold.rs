@@ -339,7 +339,8 @@ async fn check_tool_scaffold(
         .expect("parent")
         .join("../tiny-harness.toml");
     std::fs::write(&config, "[models]\ndefault = \"offline-echo\"\n").expect("config");
-    let mut spawned = crate::support::spawn_server(&config, &dir, "warn");
+    let spawned = Killed(crate::support::spawn_server(&config, &dir, "warn"));
+    let spawned = &spawned.0;
     let client = crate::server::support::Client {
         http: crate::support::http(),
         base: spawned.base.clone(),
@@ -367,8 +368,16 @@ async fn check_tool_scaffold(
         reply.starts_with(&format!("Tool {tool} failed: invalid arguments")),
         "{reply}"
     );
-    let _ = spawned.child.kill();
-    let _ = spawned.child.wait();
+}
+
+/// A served harness, killed when the test ends, pass or fail.
+struct Killed(crate::support::Spawned);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.child.kill();
+        let _ = self.0.child.wait();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

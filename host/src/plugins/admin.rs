@@ -56,7 +56,7 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
             let keys = |capabilities: &[Capability]| {
                 capabilities.iter().map(|c| c.key()).collect::<Vec<_>>()
             };
-            json!({
+            let mut entry = json!({
                 "name": plugin.name,
                 "origin": plugin.origin.to_string(),
                 "status": status,
@@ -67,11 +67,22 @@ fn show(report: &RwLock<LoadReport>) -> Result<Outcome, CommandError> {
                     "asked": keys(&plugin.capabilities.asked),
                     "granted": keys(&plugin.capabilities.granted),
                     "denied": keys(&plugin.capabilities.denied),
-                    "network": plugin.capabilities.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 },
                 "notes": plugin.notes,
                 "problems": plugin_problems(plugin),
-            })
+            });
+            // The granted network rules, for the plugins that asked for any.
+            if !plugin.capabilities.asked_network.is_empty() {
+                entry["capabilities"]["network"] = json!(
+                    plugin
+                        .capabilities
+                        .network
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                );
+            }
+            entry
         })
         .collect();
     Ok(Outcome {
