@@ -12,6 +12,7 @@ mod calls;
 mod delegate;
 mod mcp;
 mod network;
+mod plugins;
 mod support;
 
 use std::path::PathBuf;
