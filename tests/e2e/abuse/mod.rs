@@ -7,4 +7,5 @@ mod database_lock;
 mod outcomes;
 mod plugins;
 mod requests;
+mod soak;
 mod webhooks;
