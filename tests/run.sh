@@ -10,9 +10,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rustup target add wasm32-wasip2
 
 # The interoperability tests drive the official A2A SDKs' clients: Python (with
-# gRPC) and JavaScript (tests/interop/js, pinned by its package-lock.json).
-python3 -c 'import a2a.client, grpc' 2>/dev/null || python3 -m pip install --quiet \
-    'a2a-sdk[grpc]==1.3.0' 'grpcio==1.85.3' 'grpcio-tools==1.85.1' 'grpcio-reflection==1.85.1'
+# gRPC) and JavaScript (tests/interop/js, pinned by its package-lock.json); the
+# delegation tests serve the Python SDK's echo agent (Starlette under uvicorn).
+python3 -c 'import a2a.client, a2a.server, grpc, starlette, sse_starlette, uvicorn' 2>/dev/null \
+    || python3 -m pip install --quiet \
+        'a2a-sdk[grpc,http-server]==1.3.0' 'grpcio==1.85.3' 'grpcio-tools==1.85.1' \
+        'grpcio-reflection==1.85.1' 'uvicorn==0.54.0'
 node -e "process.exit(require('./tests/interop/js/node_modules/@a2a-js/sdk/package.json').version === '1.3.0' ? 0 : 1)" 2>/dev/null \
     || npm ci --prefix tests/interop/js --no-audit --no-fund
 
