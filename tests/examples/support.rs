@@ -40,8 +40,8 @@ pub struct Example {
 }
 
 impl Example {
-    /// Loads `examples/plugins/<lang>` as a plugin author ships it: its three
-    /// manifests and its built component `<lang>.wasm`. Panics when the
+    /// Loads `examples/plugins/<lang>` as a plugin author ships it: its
+    /// manifests (tools.json too, when it declares tools) and its built component `<lang>.wasm`. Panics when the
     /// component has not been built, or when anything fails to load.
     pub fn load(lang: &'static str) -> Self {
         let source = examples_dir().join(lang);
@@ -57,6 +57,11 @@ impl Example {
         for file in ["plugin.json", "commands.json", "hooks.json", &component] {
             std::fs::copy(source.join(file), target.join(file))
                 .unwrap_or_else(|e| panic!("copy {lang}/{file}: {e}"));
+        }
+        // Only the examples that declare tools ship a tools.json.
+        if source.join("tools.json").is_file() {
+            std::fs::copy(source.join("tools.json"), target.join("tools.json"))
+                .unwrap_or_else(|e| panic!("copy {lang}/tools.json: {e}"));
         }
 
         let name = format!("example-{lang}");
