@@ -16,6 +16,10 @@
 //!
 //! Run: `cargo bench --bench agent` (optionally `-- --iterations N`).
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{iterations_from_args, median, percentile, ratio};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,6 +44,9 @@ use tokio_stream::StreamExt as _;
 const ANSWER_TOKENS: usize = 10;
 /// Tokens streamed for the delay measurement.
 const DELAY_TOKENS: usize = 500;
+/// Uncounted runs before each measurement: connections, allocations, the
+/// first turn's lazy setup.
+const WARM_UPS: usize = 10;
 /// What the participant says to make the model call the tool.
 const CALL_THE_TOOL: &str = "call the tool";
 
@@ -57,10 +64,10 @@ async fn run(iterations: usize) -> anyhow::Result<()> {
     let models = Models::build(&[fake.openai_model("gpt")], "gpt")?;
     let service = service(models.clone())?;
 
-    let model_text = median(iterations, || model_alone(&models, "hello")).await;
-    let model_call = median(iterations, || model_alone(&models, CALL_THE_TOOL)).await;
-    let turn = median(iterations, || one_turn(&service, "hello")).await;
-    let tool_turn = median(iterations, || one_turn(&service, CALL_THE_TOOL)).await;
+    let model_text = median(iterations, WARM_UPS, || model_alone(&models, "hello")).await;
+    let model_call = median(iterations, WARM_UPS, || model_alone(&models, CALL_THE_TOOL)).await;
+    let turn = median(iterations, WARM_UPS, || one_turn(&service, "hello")).await;
+    let tool_turn = median(iterations, WARM_UPS, || one_turn(&service, CALL_THE_TOOL)).await;
 
     let per_turn = turn.saturating_sub(model_text);
     let per_round = tool_turn.saturating_sub(turn + model_call);
@@ -281,38 +288,4 @@ fn text_deltas(event: &str) -> Vec<String> {
 
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
-}
-
-async fn median<F, Fut>(iterations: usize, mut measure: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Duration>,
-{
-    // Warm-up rounds: connections, allocations, the first turn's lazy setup.
-    for _ in 0..10 {
-        measure().await;
-    }
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        samples.push(measure().await);
-    }
-    samples.sort();
-    percentile(&samples, 50)
-}
-
-fn percentile(sorted: &[Duration], percent: usize) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[(sorted.len() - 1) * percent / 100]
-}
-
-fn ratio(value: Duration, base: Duration) -> f64 {
-    value.as_secs_f64() / base.as_secs_f64().max(f64::MIN_POSITIVE)
-}
-
-fn iterations_from_args() -> Option<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|arg| arg == "--iterations")?;
-    args.get(at + 1)?.parse().ok()
 }

@@ -18,6 +18,10 @@
 #[path = "common/reload_latency.rs"]
 mod reload_latency;
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::iterations_from_args;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -146,12 +150,6 @@ fn main() -> anyhow::Result<()> {
     let reloads = tokio::runtime::Runtime::new()?;
     let _reloads = reloads.enter();
     reload_latency::measure_reload_latency(RELOAD_ITERATIONS)
-}
-
-fn iterations_from_args() -> Option<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|arg| arg == "--iterations")?;
-    args.get(at + 1)?.parse().ok()
 }
 
 /// Measure `message`'s body from `plugin_dir` in a fresh instance per call

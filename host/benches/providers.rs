@@ -16,6 +16,10 @@
 //!
 //! Run: `cargo bench --bench providers` (optionally `-- --iterations N`).
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{iterations_from_args, median, percentile, ratio};
+
 use std::time::{Duration, Instant};
 
 use tiny_harness::model::fake::{Answer, FakeProvider, Recorded, sent_at};
@@ -52,9 +56,9 @@ async fn run(iterations: usize) -> anyhow::Result<()> {
     println!("One streamed answer, median of {iterations} (ratio to reading the bytes raw):");
     let openai_url = openai.url();
     for count in TOKEN_COUNTS {
-        let raw = median(iterations, || read_raw(&http, &openai_url, count)).await;
-        let via_openai = median(iterations, || stream(&models, "gpt", count)).await;
-        let via_anthropic = median(iterations, || stream(&models, "claude", count)).await;
+        let raw = median(iterations, 1, || read_raw(&http, &openai_url, count)).await;
+        let via_openai = median(iterations, 1, || stream(&models, "gpt", count)).await;
+        let via_anthropic = median(iterations, 1, || stream(&models, "claude", count)).await;
         println!(
             "  {count:>5} tokens: raw {:>9.1?}, openai {:>9.1?} ({:.2}x), anthropic {:>9.1?} ({:.2}x)",
             raw,
@@ -148,36 +152,4 @@ async fn token_delays(models: &Models, fake: &FakeProvider) -> Vec<Duration> {
         }
     }
     delays
-}
-
-async fn median<F, Fut>(iterations: usize, mut measure: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Duration>,
-{
-    // One warm-up round: connections, allocations.
-    measure().await;
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        samples.push(measure().await);
-    }
-    samples.sort();
-    percentile(&samples, 50)
-}
-
-fn percentile(sorted: &[Duration], percent: usize) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[(sorted.len() - 1) * percent / 100]
-}
-
-fn ratio(value: Duration, base: Duration) -> f64 {
-    value.as_secs_f64() / base.as_secs_f64().max(f64::MIN_POSITIVE)
-}
-
-fn iterations_from_args() -> Option<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|arg| arg == "--iterations")?;
-    args.get(at + 1)?.parse().ok()
 }

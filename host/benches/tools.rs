@@ -6,6 +6,10 @@
 //!
 //! Run: `cargo bench --bench tools` (optionally `-- --iterations N`).
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::iterations_from_args;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -212,10 +216,4 @@ fn micros(duration: Duration) -> f64 {
 
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64().max(1e-9)
-}
-
-fn iterations_from_args() -> Option<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|arg| arg == "--iterations")?;
-    args.get(at + 1)?.parse().ok()
 }
