@@ -461,3 +461,14 @@ pub async fn raw_http(base: &str, head: &str, body: &str) -> RawResponse {
         body: body.to_owned(),
     }
 }
+
+/// The server's resident memory, in KiB (Linux `VmRSS`).
+pub fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmRSS")
+}

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::server::support::{Server, status_text};
-use crate::support::PluginsFolder;
+use crate::support::{PluginsFolder, resident_kib};
 
 const CONFIG: &str = r#"
 [models]
@@ -16,17 +16,6 @@ default = "offline-echo"
 [models.offline-echo]
 provider = "offline"
 "#;
-
-/// The server's resident memory, in KiB (Linux `VmRSS`).
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .expect("VmRSS")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ten_thousand_spawn_effects_and_a_huge_reply_are_refused_and_cost_nothing() {

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 
 use crate::durability::support::message_with_id;
 use crate::server::support::{Client, Server, state, status_text};
-use crate::support::PluginsFolder;
+use crate::support::{PluginsFolder, resident_kib};
 
 /// Conversations in the bounded soak.
 const CONVERSATIONS: usize = 200;
@@ -370,17 +370,6 @@ async fn reload_until_stopped(plugins: std::path::PathBuf, running: Arc<AtomicBo
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
     reloads
-}
-
-/// The server's resident memory, in KiB (Linux `VmRSS`).
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .expect("VmRSS")
 }
 
 /// Resident memory once it has settled (idle actors leave after 1 s): two
