@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::durability::support::message_with_id;
-use crate::server::support::{Client, Server, state, status_text};
+use crate::server::support::{Client, Server, state, status_text, take_sse_events};
 use crate::support::{PluginsFolder, resident_kib};
 
 /// Conversations in the bounded soak.
@@ -319,7 +319,7 @@ async fn subscribe(client: &Client, task_id: &str) -> tokio::task::JoinHandle<Ve
             .expect("the stream reads")
             .expect("the stream stays open");
         buffer.push_str(&String::from_utf8_lossy(&chunk));
-        events.extend(sse_events(&mut buffer));
+        events.extend(take_sse_events(&mut buffer));
     }
     tokio::spawn(async move {
         loop {
@@ -328,26 +328,9 @@ async fn subscribe(client: &Client, task_id: &str) -> tokio::task::JoinHandle<Ve
                 return events;
             };
             buffer.push_str(&String::from_utf8_lossy(&chunk));
-            events.extend(sse_events(&mut buffer));
+            events.extend(take_sse_events(&mut buffer));
         }
     })
-}
-
-/// The complete SSE events at the front of `buffer`, taken out of it.
-fn sse_events(buffer: &mut String) -> Vec<Value> {
-    let mut events = Vec::new();
-    while let Some(end) = buffer.find("\n\n") {
-        let event: String = buffer.drain(..end + 2).collect();
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim_start)
-            .collect();
-        if !data.is_empty() {
-            events.push(serde_json::from_str(&data.join("\n")).expect("SSE data is JSON"));
-        }
-    }
-    events
 }
 
 /// Move the `greeter` plugin in and out of the plugins folder (whole

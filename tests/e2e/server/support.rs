@@ -265,16 +265,24 @@ pub async fn read_sse(mut response: reqwest::Response) -> Vec<Value> {
             .expect("the stream reads");
         let Some(chunk) = chunk else { break };
         buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            if !data.is_empty() {
-                events.push(serde_json::from_str(&data.join("\n")).expect("SSE data is JSON"));
-            }
+        events.extend(take_sse_events(&mut buffer));
+    }
+    events
+}
+
+/// The `data:` payloads of the complete SSE events at the front of
+/// `buffer`, taken out of it (comments, i.e. keep-alives, are skipped).
+pub fn take_sse_events(buffer: &mut String) -> Vec<Value> {
+    let mut events = Vec::new();
+    while let Some(end) = buffer.find("\n\n") {
+        let event: String = buffer.drain(..end + 2).collect();
+        let data: Vec<&str> = event
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim_start)
+            .collect();
+        if !data.is_empty() {
+            events.push(serde_json::from_str(&data.join("\n")).expect("SSE data is JSON"));
         }
     }
     events
