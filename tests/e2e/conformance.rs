@@ -486,12 +486,16 @@ fn artifact_updates(events: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-/// Task first, WORKING before the artifacts, COMPLETED last, states never
-/// going back; returns the artifact updates.
+/// The Task first (SUBMITTED), WORKING before the artifacts, COMPLETED
+/// last, states never going back; returns the artifact updates.
 fn check_stream<'a>(binding: Binding, scenario: &str, events: &'a [Value]) -> Vec<&'a Value> {
-    assert!(
-        events[0].get("task").is_some(),
+    assert_eq!(
+        events[0]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
         "{binding:?} {scenario}: {events:?}"
+    );
+    assert_eq!(
+        events[1]["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING",
+        "{binding:?} {scenario}: the WORKING update second: {events:?}"
     );
     let states = states(events);
     assert_eq!(
@@ -562,6 +566,17 @@ async fn every_streaming_scenario_over_sse_on_both_bindings() {
             .stream(binding, message("tck-stream-002", &id, None))
             .await;
         check_stream(binding, "tck-stream-002", &events);
+
+        // Streamed, the message-only answer is the Message alone too.
+        let events = kit
+            .stream(binding, message("tck-message-response", &id, None))
+            .await;
+        assert_eq!(events.len(), 1, "{binding:?}: {events:?}");
+        assert_eq!(
+            events[0]["message"]["parts"],
+            json!([{"text": "Direct message response"}]),
+            "{binding:?}: {events:?}"
+        );
 
         let events = kit
             .stream(binding, message("tck-stream-artifact-file", &id, None))
@@ -919,6 +934,22 @@ async fn the_scenarios_answer_over_grpc_too() {
         events.push(as_json(&event.expect("an event")));
     }
     let chunks = check_stream(Binding::Rest, "gRPC tck-stream-artifact-chunked", &events);
+
+    let mut stream = client
+        .send_streaming_message(request("tck-message-response"))
+        .await
+        .expect("streaming")
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(as_json(&event.expect("an event")));
+    }
+    assert_eq!(events.len(), 1, "gRPC: the Message alone: {events:?}");
+    assert_eq!(
+        events[0]["message"]["parts"],
+        json!([{"text": "Direct message response"}]),
+        "{events:?}"
+    );
     // A2A-Version 99.0 is UNIMPLEMENTED here.
     let mut unsupported = request("tck-complete-task");
     unsupported

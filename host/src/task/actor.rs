@@ -358,6 +358,7 @@ impl TaskActor {
             events: submission.stream.then(|| self.events.subscribe()),
             done: waiter,
             finished: !running,
+            may_answer_with_message: false,
         }));
     }
 
@@ -420,7 +421,12 @@ impl TaskActor {
         self.turn_message = Some(message.message_id.clone());
         // A message-only answer belongs to the turn that made it.
         self.direct_reply = None;
+        let starts_task = self.record.history_len == 0;
         self.apply(Change::Received(message));
+        // A stream of a new task opens on it as submitted, before the WORKING
+        // update (A2A's order); everyone else sees the task as its turn starts.
+        let submitted =
+            (stream && starts_task).then(|| (self.record.seq, self.render(history_length)));
         self.apply(Change::Status(StatusChange::working()));
         if approval.is_some() {
             self.apply(Change::ApprovalDecided);
@@ -443,7 +449,10 @@ impl TaskActor {
             self.apply(Change::TurnStarted(Turn::first(work)));
         }
         // What the sender sees accepted: the task as its turn starts.
-        let (seq, task) = (self.record.seq, self.render(history_length));
+        let may_answer_with_message =
+            submitted.is_some() && self.record.lifecycle == Lifecycle::Task;
+        let (seq, task) =
+            submitted.unwrap_or_else(|| (self.record.seq, self.render(history_length)));
         if let Class::Participants(grants) = &class {
             let text = participants::confirmation(grants);
             self.apply(Change::Participants(grants.clone()));
@@ -463,6 +472,7 @@ impl TaskActor {
             events,
             done: waiter,
             finished: false,
+            may_answer_with_message,
         }));
         match class {
             Class::Ordinary | Class::Decide { .. } => self.start_model_turn(),

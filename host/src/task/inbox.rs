@@ -45,6 +45,10 @@ pub(crate) struct Admitted {
     /// The message was accepted before and its turn is over: `task` is
     /// already the answer.
     pub(crate) finished: bool,
+    /// The message starts a one-shot task for a sender that streams: its
+    /// answer may be a message alone (`reply_stream`), so `task` (as
+    /// submitted) waits for the turn's first output.
+    pub(crate) may_answer_with_message: bool,
 }
 
 /// What a blocking sender gets when its turn ends: the task, or the agent's

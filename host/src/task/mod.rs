@@ -42,6 +42,7 @@ mod listing;
 mod notify;
 mod participants;
 mod recovery;
+mod reply_stream;
 mod screen;
 mod service;
 mod state;

@@ -37,6 +37,7 @@ use super::env::{Env, TaskSettings};
 use super::events::{Replay, Sequenced, TaskEvents};
 use super::inbox::{self, Admitted, Canceller, Command, Rendered, Submission, TurnReply};
 use super::listing;
+use super::reply_stream;
 use super::screen;
 use super::state::{LIFECYCLE_KEY, Lifecycle, TaskRecord, new_id, trim_history};
 use super::suggest::{self, Completion};
@@ -62,8 +63,9 @@ pub struct Caller {
     pub id: String,
 }
 
-/// A stream of events for one task: the first item is always the Task; it
-/// ends when the turn ends (INPUT_REQUIRED) or the task ends.
+/// A stream of events for one task: the first item is the Task (or, for a
+/// one-shot task that answered with a message alone, that Message, the only
+/// item); it ends when the turn ends (INPUT_REQUIRED) or the task ends.
 ///
 /// The stream ends itself: a binding forwards every item until the stream
 /// returns `None`. It must not close after the first item, even when that
@@ -289,9 +291,11 @@ impl TaskService {
     }
 
     /// `SendStreamingMessage`: like `send_message`, streaming the turn. The
-    /// first item is the Task once the message is accepted (`WORKING`), then
-    /// this turn's status and artifact updates, ending with the update that
-    /// ends the turn.
+    /// first item is the Task once the message is accepted (a new task as
+    /// `SUBMITTED`, then its `WORKING` update; a continued one as `WORKING`),
+    /// then this turn's status and artifact updates, ending with the update
+    /// that ends the turn. A new one-shot task whose answer is a message
+    /// alone streams only that Message (`reply_stream`).
     pub async fn send_streaming_message(
         &self,
         caller: &Caller,
@@ -311,12 +315,11 @@ impl TaskService {
             // A resent message whose turn is over: the task is the answer.
             _ => return Ok(Box::pin(TaskEvents::only(first))),
         };
-        Ok(Box::pin(TaskEvents::new(
-            first,
-            admitted.seq,
-            events,
-            self.replay(task_id),
-        )))
+        let events = TaskEvents::new(first, admitted.seq, events, self.replay(task_id));
+        if admitted.may_answer_with_message {
+            return Ok(reply_stream::message_or_task(events, admitted.done));
+        }
+        Ok(Box::pin(events))
     }
 
     /// `GetTask`, honouring `historyLength`.

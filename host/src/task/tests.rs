@@ -883,7 +883,15 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
     let StreamResponse::Task(first) = &events[0] else {
         panic!("the first item is the task: {events:#?}");
     };
-    assert_eq!(first.status.state, TaskState::Working);
+    // A new task opens as submitted, holding its first message; its WORKING
+    // update follows.
+    assert_eq!(first.status.state, TaskState::Submitted);
+    assert_eq!(first.history.len(), 1, "{first:#?}");
+    assert!(
+        matches!(&events[1], StreamResponse::StatusUpdate(update)
+            if update.status.state == TaskState::Working && update.status.message.is_none()),
+        "{events:#?}"
+    );
     let progress: Vec<String> = stored(&events)
         .iter()
         .filter_map(|event| match event {
@@ -923,6 +931,17 @@ async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {
             .as_ref()
             .map(|m| m.metadata["sub_state"].clone()),
         Some(json!("awaiting-next-message"))
+    );
+
+    // A follow-up's stream opens on the task as its turn starts.
+    let stream = service
+        .send_streaming_message(&who("alice"), say(Some(&first.id), "again"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    assert!(
+        matches!(&events[0], StreamResponse::Task(task) if task.status.state == TaskState::Working),
+        "{events:#?}"
     );
 }
 

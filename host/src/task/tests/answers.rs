@@ -213,6 +213,70 @@ async fn a_message_disposition_answers_with_the_message_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_one_shot_task_answers_with_the_message_alone() {
+    let (service, _) = answering(json!({"text": "just this", "disposition": "message"}));
+    let stream = service
+        .send_streaming_message(&who("alice"), first("hello", "task"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    let [StreamResponse::Message(message)] = events.as_slice() else {
+        panic!("the Message and nothing else: {events:#?}");
+    };
+    assert_eq!(message.role, MessageRole::Agent);
+    assert_eq!(message_text(message), "just this");
+    let id = message.task_id.as_deref().expect("the task it came from");
+    let task = get(&service, "alice", id).await.expect("visible");
+    assert_eq!(task.status.state, TaskState::Completed, "{task:#?}");
+
+    // A conversation needs its Task to go on: its stream shows it.
+    let stream = service
+        .send_streaming_message(&who("alice"), first("hello", "conversation"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    assert!(
+        matches!(&events[0], StreamResponse::Task(task) if task.status.state == TaskState::Submitted),
+        "{events:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_one_shot_task_that_answers_as_usual_streams_everything_in_order() {
+    let (service, _) = answering(json!({"text": "as usual"}));
+    let stream = service
+        .send_streaming_message(&who("alice"), first("hello", "task"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    let shape: Vec<String> = events
+        .iter()
+        .map(|event| match event {
+            StreamResponse::Task(task) => format!("task {:?}", task.status.state),
+            StreamResponse::StatusUpdate(update) => format!("status {:?}", update.status.state),
+            StreamResponse::ArtifactUpdate(_) => "artifact".to_owned(),
+            StreamResponse::Message(_) => "message".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shape.first().map(String::as_str),
+        Some("task Submitted"),
+        "{shape:?}"
+    );
+    assert_eq!(
+        shape.get(1).map(String::as_str),
+        Some("status Working"),
+        "{shape:?}"
+    );
+    assert!(shape.contains(&"artifact".to_owned()), "{shape:?}");
+    assert_eq!(
+        shape.last().map(String::as_str),
+        Some("status Completed"),
+        "{shape:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_artifacts_are_stored_whole_and_the_log_rebuilds_them() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let (service, _) = answering_on(chunked(), Some(Arc::clone(&store)));
