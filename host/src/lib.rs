@@ -43,5 +43,6 @@ pub mod store;
 pub mod task;
 pub mod tools;
 
-#[cfg(test)]
-mod fuzz;
+// The fuzz targets: replayed by `cargo test`, run by `cargo fuzz` (tests/fuzz).
+#[doc(hidden)]
+pub mod fuzz;

@@ -35,6 +35,9 @@ use crate::secret::Secret;
 /// provider that never ends a line or an answer cannot grow memory).
 pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 
+/// The most bytes of one line of a streamed answer (one SSE field).
+pub(crate) const MAX_LINE_BYTES: usize = 1024 * 1024;
+
 /// The most bytes of an error answer read for its message.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
 
@@ -437,9 +440,10 @@ async fn read_bounded(mut response: reqwest::Response) -> String {
 
 /// Why an answer's bytes stopped coming.
 #[derive(Debug)]
-enum BodyError {
+pub(crate) enum BodyError {
     Transport(reqwest::Error),
     TooLarge,
+    LineTooLong,
 }
 
 impl std::fmt::Display for BodyError {
@@ -447,11 +451,56 @@ impl std::fmt::Display for BodyError {
         match self {
             BodyError::Transport(_) => f.write_str("the connection failed"),
             BodyError::TooLarge => write!(f, "the answer exceeds {MAX_ANSWER_BYTES} bytes"),
+            BodyError::LineTooLong => {
+                write!(f, "a line of the answer exceeds {MAX_LINE_BYTES} bytes")
+            }
         }
     }
 }
 
-type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+/// An answer's body as it arrives.
+pub(crate) type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// The SSE events of a body that arrives as `chunks`.
+pub(crate) fn events(chunks: Chunks) -> EventStream<Chunks> {
+    EventStream::new(whole_lines(chunks))
+}
+
+/// `chunks` cut after their last line end, each line at most
+/// [`MAX_LINE_BYTES`]. The SSE parser reads its unfinished line again
+/// whenever more of it arrives: given whole lines, it reads each byte once,
+/// however finely a provider cuts its answer.
+fn whole_lines(chunks: Chunks) -> Chunks {
+    let lines = futures_util::stream::unfold(Some((chunks, Vec::new())), |state| async move {
+        let (mut chunks, mut partial) = state?;
+        loop {
+            let chunk = match chunks.next().await {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(error)) => return Some((Err(error), None)),
+                // The last line, unended: the parser decides what it is.
+                None if partial.is_empty() => return None,
+                None => return Some((Ok(Bytes::from(partial)), None)),
+            };
+            let Some(end) = chunk.iter().rposition(|&b| b == b'\n' || b == b'\r') else {
+                partial.extend_from_slice(&chunk);
+                if partial.len() > MAX_LINE_BYTES {
+                    return Some((Err(BodyError::LineTooLong), None));
+                }
+                continue;
+            };
+            let rest = chunk.slice(end + 1..);
+            let whole = if partial.is_empty() {
+                chunk.slice(..=end)
+            } else {
+                partial.extend_from_slice(&chunk[..=end]);
+                Bytes::from(std::mem::take(&mut partial))
+            };
+            partial.extend_from_slice(&rest);
+            return Some((Ok(whole), Some((chunks, partial))));
+        }
+    });
+    Box::pin(lines)
+}
 
 /// The body of `response` as it arrives, at most [`MAX_ANSWER_BYTES`].
 fn chunks(response: reqwest::Response) -> Chunks {
@@ -484,7 +533,7 @@ struct Answer<D> {
 impl<D: Decode> Answer<D> {
     fn new(response: reqwest::Response, decoder: D) -> Self {
         Answer {
-            events: EventStream::new(chunks(response)),
+            events: events(chunks(response)),
             decoder,
             pending: VecDeque::new(),
             ended: false,
@@ -517,7 +566,7 @@ fn body_fault(error: EventStreamError<BodyError>) -> Fault {
             Kind::Retryable,
             format!("the answer broke off: {}", describe(error)),
         ),
-        EventStreamError::Transport(too_large @ BodyError::TooLarge) => {
+        EventStreamError::Transport(too_large @ (BodyError::TooLarge | BodyError::LineTooLong)) => {
             Fault::protocol(too_large.to_string())
         }
         EventStreamError::Utf8(error) => {
@@ -588,6 +637,64 @@ pub(crate) fn streamed_error<W: Wire>(error: &ProviderError) -> Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `body` cut into pieces of `size` bytes, as a provider might send it.
+    fn cut(body: &[u8], size: usize) -> Chunks {
+        let pieces: Vec<_> = body
+            .chunks(size)
+            .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+            .collect();
+        Box::pin(futures_util::stream::iter(pieces))
+    }
+
+    async fn collect_lines(chunks: Chunks) -> Vec<Result<Bytes, BodyError>> {
+        whole_lines(chunks).collect().await
+    }
+
+    #[tokio::test]
+    async fn the_sse_parser_gets_whole_lines_however_finely_an_answer_is_cut() {
+        // Byte by byte, a 100 KB line reaches the parser once, not 100,000
+        // times growing (its cost was quadratic in the line's length).
+        let line = format!("data: {}\n\n", "x".repeat(100_000));
+        let pieces = collect_lines(cut(line.as_bytes(), 1)).await;
+        let pieces: Vec<Bytes> = pieces.into_iter().map(|p| p.expect("whole")).collect();
+        assert_eq!(pieces.len(), 2, "the line, then the blank line");
+        assert_eq!(pieces.concat(), line.as_bytes());
+
+        // Lines ended by CR, LF or both, an unended last line, and a
+        // multi-byte character cut in two all arrive as they were sent.
+        let body = "data: é1\r\ndata: 2\r\rdata: 3\n\ndata: tail".as_bytes();
+        for size in [1, 2, 3, 7, body.len()] {
+            let pieces = collect_lines(cut(body, size)).await;
+            let joined: Vec<u8> = pieces
+                .into_iter()
+                .flat_map(|piece| piece.expect("whole").to_vec())
+                .collect();
+            assert_eq!(joined, body, "cut every {size} bytes");
+        }
+
+        // Through the parser: the same events at any cut (an unended last
+        // event is dropped, as SSE says).
+        for size in [1, 5, body.len()] {
+            let events: Vec<String> = events(cut(body, size))
+                .filter_map(|event| async move { event.ok().map(|e| e.data) })
+                .collect()
+                .await;
+            assert_eq!(events, ["é1\n2", "3"], "cut every {size} bytes");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_longer_than_its_bound_fails_the_answer() {
+        let long = vec![b'x'; MAX_LINE_BYTES + 1];
+        let pieces = collect_lines(cut(&long, 64 * 1024)).await;
+        assert!(
+            matches!(pieces.last(), Some(Err(BodyError::LineTooLong))),
+            "{pieces:?}"
+        );
+        let fault = body_fault(EventStreamError::Transport(BodyError::LineTooLong));
+        assert_eq!(fault.kind, Kind::Protocol, "{fault:?}");
+    }
 
     #[test]
     fn provider_errors_are_read_in_every_common_shape() {

@@ -19,12 +19,12 @@
 //! provider and never the key) and the retries (`retry`). [`fake`] is a
 //! provider server speaking both protocols, for tests and benchmarks.
 
-mod anthropic;
+pub(crate) mod anthropic;
 pub mod fake;
 mod history;
-mod http;
+pub(crate) mod http;
 mod offline;
-mod openai;
+pub(crate) mod openai;
 mod retry;
 pub mod settings;
 #[cfg(test)]
