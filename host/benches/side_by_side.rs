@@ -151,19 +151,46 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(1)
         .enable_all()
         .build()?;
-    let report = tokio.block_on(run(&options, scratch.path(), pinned))?;
+    let mut report = Report {
+        command: std::iter::once("cargo bench --bench side_by_side --".to_owned())
+            .chain(std::env::args().skip(1).filter(|arg| arg != "--bench"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: Machine {
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            pinned,
+            rounds: options.rounds,
+            seconds_per_measurement: options.seconds,
+        },
+        ..Report::default()
+    };
+    // Each phase prints its table and saves the figures so far as it ends,
+    // so a run cut short keeps what it measured.
+    let outcome = tokio.block_on(run(&options, scratch.path(), &mut report));
+    println!("\n## All figures");
     print_report(&report);
+    save(&options, &report)?;
+    outcome
+}
+
+fn save(options: &Options, report: &Report) -> anyhow::Result<()> {
     if let Some(out) = &options.out {
-        std::fs::write(out, serde_json::to_string_pretty(&report)? + "\n")
+        std::fs::write(out, serde_json::to_string_pretty(report)? + "\n")
             .with_context(|| format!("write {}", out.display()))?;
-        println!("\nwritten: {}", out.display());
+        eprintln!("figures so far written to {}", out.display());
     }
     Ok(())
 }
 
+/// One phase is over: its table now, its figures saved.
+fn phase_done(options: &Options, report: &Report, print: fn(&Report)) -> anyhow::Result<()> {
+    print(report);
+    save(options, report)
+}
+
 // --- The report ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct Report {
     command: String,
     machine: Machine,
@@ -193,7 +220,7 @@ struct WriteAmplification {
     added_per_message: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct Machine {
     cpus: usize,
     pinned: bool,
@@ -256,7 +283,7 @@ struct TokenDelay {
     p99_ms: f64,
 }
 
-async fn run(options: &Options, scratch: &Path, pinned: bool) -> anyhow::Result<Report> {
+async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::Result<()> {
     let mut kinds = vec![Kind::Memory, Kind::Sqlite];
     if options.sdk {
         kinds.insert(0, Kind::Sdk);
@@ -271,7 +298,7 @@ async fn run(options: &Options, scratch: &Path, pinned: bool) -> anyhow::Result<
     }
 
     eprintln!("throughput ...");
-    let mut throughput = Vec::new();
+    let throughput = &mut report.throughput;
     for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
         for connections in CONNECTIONS {
             let mut rounds: BTreeMap<Kind, Vec<Load>> = BTreeMap::new();
@@ -301,8 +328,10 @@ async fn run(options: &Options, scratch: &Path, pinned: bool) -> anyhow::Result<
         }
     }
 
+    phase_done(options, report, print_throughput)?;
+
     eprintln!("first SSE event ...");
-    let mut first_event = Vec::new();
+    let first_event = &mut report.first_event;
     for (&kind, server) in &servers {
         let mut samples = Vec::new();
         for n in 0..200 {
@@ -318,49 +347,45 @@ async fn run(options: &Options, scratch: &Path, pinned: bool) -> anyhow::Result<
     drop(servers);
 
     eprintln!("turn cost ...");
-    let mut turn_cost = Vec::new();
     for &kind in &kinds {
         let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
-        turn_cost.extend(turn_costs(&client, &server, &options.turns).await?);
+        let costs = turn_costs(&client, &server, &options.turns).await?;
+        report.turn_cost.extend(costs);
     }
+    phase_done(options, report, print_turn_cost)?;
 
     eprintln!("memory ...");
-    let mut memory = Vec::new();
     for &kind in &kinds {
-        memory.push(memory_per_conversation(&client, kind, scratch, options.conversations).await?);
+        let memory = memory_per_conversation(&client, kind, scratch, options.conversations).await?;
+        report.memory.push(memory);
     }
+    phase_done(options, report, print_memory)?;
 
     eprintln!("start-up ...");
-    let startup = startup_times(&client, scratch).await?;
+    report.startup = startup_times(&client, scratch).await?;
+    phase_done(options, report, print_startup)?;
 
     eprintln!("token to SSE ...");
-    let token_to_sse = Some(token_delays(&client, scratch).await?);
+    report.token_to_sse = Some(token_delays(&client, scratch).await?);
+    phase_done(options, report, print_streaming)?;
 
     eprintln!("write amplification ...");
-    let write_amplification = Some(write_amplification(&client, scratch).await?);
-
-    Ok(Report {
-        command: std::iter::once("cargo bench --bench side_by_side --".to_owned())
-            .chain(std::env::args().skip(1).filter(|arg| arg != "--bench"))
-            .collect::<Vec<_>>()
-            .join(" "),
-        machine: Machine {
-            cpus: std::thread::available_parallelism().map_or(1, usize::from),
-            pinned,
-            rounds: options.rounds,
-            seconds_per_measurement: options.seconds,
-        },
-        throughput,
-        turn_cost,
-        memory,
-        startup,
-        first_event,
-        token_to_sse,
-        write_amplification,
-    })
+    report.write_amplification = Some(write_amplification(&client, scratch).await?);
+    phase_done(options, report, print_write_amplification)
 }
 
 fn print_report(report: &Report) {
+    print_throughput(report);
+    print_turn_cost(report);
+    print_memory(report);
+    print_startup(report);
+    print_streaming(report);
+    print_write_amplification(report);
+    println!("\nreproduce: {}", report.command);
+}
+
+/// Requests per second and latency, with the ratios between the servers.
+fn print_throughput(report: &Report) {
     let find = |scenario, connections, kind| {
         report
             .throughput
@@ -403,7 +428,10 @@ fn print_report(report: &Report) {
     if errors > 0 {
         println!("\n{errors} requests failed (see the JSON for where)");
     }
+}
 
+/// One turn at each length of the conversation.
+fn print_turn_cost(report: &Report) {
     println!("\n| one turn, p50 (p99) ms | SDK | memory | SQLite |");
     println!("| --- | --- | --- | --- |");
     let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
@@ -426,7 +454,10 @@ fn print_report(report: &Report) {
             cell(Kind::Sqlite)
         );
     }
+}
 
+/// Resident memory per conversation.
+fn print_memory(report: &Report) {
     println!("\n| resident memory per conversation | worker running | parked |");
     println!("| --- | --- | --- |");
     for memory in &report.memory {
@@ -443,13 +474,19 @@ fn print_report(report: &Report) {
                 )),
         );
     }
+}
 
+/// Process start to serving.
+fn print_startup(report: &Report) {
     println!("\n| start-up to serving, {PLUGINS} plugins | ms |");
     println!("| --- | --- |");
     for startup in &report.startup {
         println!("| {} component cache | {:.0} |", startup.cache, startup.ms);
     }
+}
 
+/// The first SSE event, and a model token to an SSE client.
+fn print_streaming(report: &Report) {
     println!("\n| streaming | p50 ms | p99 ms |");
     println!("| --- | --- | --- |");
     for first in &report.first_event {
@@ -469,6 +506,10 @@ fn print_report(report: &Report) {
             delay.p99_ms
         );
     }
+}
+
+/// Bytes written per accepted message.
+fn print_write_amplification(report: &Report) {
     if let Some(written) = &report.write_amplification {
         println!(
             "\n| SQLite, per accepted message ({} follow-ups) | bytes |\n| --- | --- |\n\
@@ -483,7 +524,6 @@ fn print_report(report: &Report) {
             written.written_per_message / written.added_per_message.max(1.0),
         );
     }
-    println!("\nreproduce: {}", report.command);
 }
 
 // --- Servers ---------------------------------------------------------------------------------
