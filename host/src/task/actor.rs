@@ -45,7 +45,9 @@ use super::directory::Directory;
 use super::effects;
 use super::env::Env;
 use super::events::{Broadcaster, Sequenced};
-use super::inbox::{Admitted, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped};
+use super::inbox::{
+    Admitted, AnswerWatch, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped,
+};
 use super::job::{Answer, Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
 use super::notify::{Notification, Notifier};
@@ -112,6 +114,7 @@ pub(crate) fn spawn(
         subtask_waiters: HashMap::new(),
         turn_ended: false,
         direct_reply: None,
+        answer_watch: None,
         broken: None,
     };
     // Boxed: the future is what a live task costs, and an idle one should
@@ -171,6 +174,9 @@ struct TaskActor {
     /// The agent message a blocking sender gets instead of the task when
     /// the turn ends (an answer with the `message` disposition).
     direct_reply: Option<Message>,
+    /// Told whether the first turn of a streamed one-shot task answers
+    /// with a message alone.
+    answer_watch: Option<AnswerWatch>,
     /// The store refused a write; the actor stops.
     broken: Option<A2aError>,
 }
@@ -358,7 +364,7 @@ impl TaskActor {
             events: submission.stream.then(|| self.events.subscribe()),
             done: waiter,
             finished: !running,
-            may_answer_with_message: false,
+            answer_watch: None,
         }));
     }
 
@@ -449,8 +455,9 @@ impl TaskActor {
             self.apply(Change::TurnStarted(Turn::first(work)));
         }
         // What the sender sees accepted: the task as its turn starts.
-        let may_answer_with_message =
-            submitted.is_some() && self.record.lifecycle == Lifecycle::Task;
+        let answer_watch = (submitted.is_some() && self.record.lifecycle == Lifecycle::Task)
+            .then(AnswerWatch::default);
+        self.answer_watch.clone_from(&answer_watch);
         let (seq, task) =
             submitted.unwrap_or_else(|| (self.record.seq, self.render(history_length)));
         if let Class::Participants(grants) = &class {
@@ -472,7 +479,7 @@ impl TaskActor {
             events,
             done: waiter,
             finished: false,
-            may_answer_with_message,
+            answer_watch,
         }));
         match class {
             Class::Ordinary | Class::Decide { .. } => self.start_model_turn(),
@@ -713,6 +720,11 @@ impl TaskActor {
             other => other,
         };
         let direct = matches!(&end, TurnEnd::Reply(answer) if answer.disposition == Some(Disposition::Message));
+        if let Some(watch) = self.answer_watch.take()
+            && direct
+        {
+            watch.answered_with_message();
+        }
         self.finish_by_lifecycle(end, ending);
         if direct {
             // The reply just joined the history (parked, or kept by a concluding task).

@@ -1,5 +1,8 @@
 //! What the rest of the harness asks of a task's actor, and how it answers.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tokio::sync::{broadcast, oneshot};
 
 use super::classify::Class;
@@ -46,9 +49,24 @@ pub(crate) struct Admitted {
     /// already the answer.
     pub(crate) finished: bool,
     /// The message starts a one-shot task for a sender that streams: its
-    /// answer may be a message alone (`reply_stream`), so `task` (as
-    /// submitted) waits for the turn's first output.
-    pub(crate) may_answer_with_message: bool,
+    /// answer may be a message alone (`reply_stream`), which this tells.
+    pub(crate) answer_watch: Option<AnswerWatch>,
+}
+
+/// Whether a turn's answer is a message alone: set by the task's actor
+/// when the turn ends, before any event of the answer is sent, so whoever
+/// reads one of those events also reads this.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AnswerWatch(Arc<AtomicBool>);
+
+impl AnswerWatch {
+    pub(crate) fn answered_with_message(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_message(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 /// What a blocking sender gets when its turn ends: the task, or the agent's

@@ -2,30 +2,33 @@
 //!
 //! A2A lets an agent answer a message with a Message alone instead of a
 //! Task. A one-shot task whose answer asks for that (`disposition:
-//! message`) gets it from `SendMessage`; its stream must show the same: the
-//! Message and nothing else. Whether the answer is one is known only when
-//! the turn ends, so the stream holds the Task (as submitted) and the
-//! updates after it back until the turn shows itself: its first streamed
-//! output (a text delta, a tool call or result) releases them in order; so
-//! does the end of the turn, unless the turn answered with a Message alone.
+//! message`) gets it from `SendMessage`; its stream shows the same: the
+//! Message and nothing else. So the stream holds the Task (as submitted)
+//! and its `WORKING` update back until the turn shows something: any other
+//! event releases them, in order, unless the task's actor said first that
+//! the answer is a message alone ([`AnswerWatch`]); then the stream waits
+//! for the turn's end and sends only that Message.
 
 use futures_util::{StreamExt as _, stream};
 use tokio::sync::oneshot;
 
 use super::events::TaskEvents;
-use super::inbox::TurnReply;
+use super::inbox::{AnswerWatch, TurnReply};
 use super::service::EventStream;
-use super::transcript::STREAM_KEY;
 use crate::a2a::error::A2aError;
-use crate::a2a::types::StreamResponse;
+use crate::a2a::types::{StreamResponse, TaskState};
 
 /// What the sender's turn answers once it is over.
 pub(crate) type TurnDone = oneshot::Receiver<Result<TurnReply, A2aError>>;
 
 /// `events` (the Task first), or the turn's Message alone.
-pub(crate) fn message_or_task(mut events: TaskEvents, done: TurnDone) -> EventStream {
+pub(crate) fn message_or_task(
+    mut events: TaskEvents,
+    done: TurnDone,
+    watch: AnswerWatch,
+) -> EventStream {
     let opened = async move {
-        let opening = hold(&mut events, done).await;
+        let opening = hold(&mut events, done, &watch).await;
         let rest = opening.events_follow.then_some(events);
         stream::iter(opening.items).chain(stream::iter(rest).flatten())
     };
@@ -38,13 +41,16 @@ struct Opening {
     events_follow: bool,
 }
 
-async fn hold(events: &mut TaskEvents, done: TurnDone) -> Opening {
+async fn hold(events: &mut TaskEvents, done: TurnDone, watch: &AnswerWatch) -> Opening {
     let mut held = Vec::new();
     while let Some(event) = events.next().await {
-        let streamed = is_streamed_output(&event);
+        let quiet = is_quiet(&event);
         let ends_turn = ends_turn(&event);
         held.push(event);
-        if ends_turn {
+        if watch.is_message() {
+            if !ends_turn {
+                continue;
+            }
             // The actor answers the turn's waiters in the step that sent
             // this update: `done` is at hand.
             if let Ok(Ok(TurnReply::Message(message))) = done.await {
@@ -55,7 +61,7 @@ async fn hold(events: &mut TaskEvents, done: TurnDone) -> Opening {
             }
             break;
         }
-        if streamed {
+        if !quiet {
             break;
         }
     }
@@ -65,10 +71,15 @@ async fn hold(events: &mut TaskEvents, done: TurnDone) -> Opening {
     }
 }
 
-/// A status update the turn streams as it goes (`transcript::STREAM_KEY`).
-fn is_streamed_output(event: &StreamResponse) -> bool {
-    matches!(event, StreamResponse::StatusUpdate(update)
-        if update.status.message.as_ref().is_some_and(|message| message.metadata.contains_key(STREAM_KEY)))
+/// What every turn starts with: the Task, and its bare `WORKING` update.
+fn is_quiet(event: &StreamResponse) -> bool {
+    match event {
+        StreamResponse::Task(_) => true,
+        StreamResponse::StatusUpdate(update) => {
+            update.status.state == TaskState::Working && update.status.message.is_none()
+        }
+        _ => false,
+    }
 }
 
 fn ends_turn(event: &StreamResponse) -> bool {

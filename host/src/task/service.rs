@@ -316,8 +316,8 @@ impl TaskService {
             _ => return Ok(Box::pin(TaskEvents::only(first))),
         };
         let events = TaskEvents::new(first, admitted.seq, events, self.replay(task_id));
-        if admitted.may_answer_with_message {
-            return Ok(reply_stream::message_or_task(events, admitted.done));
+        if let Some(watch) = admitted.answer_watch {
+            return Ok(reply_stream::message_or_task(events, admitted.done, watch));
         }
         Ok(Box::pin(events))
     }
