@@ -175,6 +175,9 @@ fn main() -> anyhow::Result<()> {
 
 fn save(options: &Options, report: &Report) -> anyhow::Result<()> {
     if let Some(out) = &options.out {
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        }
         std::fs::write(out, serde_json::to_string_pretty(report)? + "\n")
             .with_context(|| format!("write {}", out.display()))?;
         eprintln!("figures so far written to {}", out.display());

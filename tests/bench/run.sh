@@ -8,7 +8,8 @@
 #   tests/bench/run.sh --quick    # one round, shorter measurements
 #
 # Prints Markdown tables (ratios to the SDK, same run) and writes every figure
-# as JSON to target/bench/side_by_side.json. Not part of tests/run.sh: too
+# as JSON to target/bench/side_by_side.json (cargo runs a bench in host/, so
+# the path is absolute). Not part of tests/run.sh: too
 # slow, and timing belongs to benchmarks, not tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,4 +23,4 @@ command -v taskset >/dev/null || echo "taskset missing (apt-get install util-lin
 
 mkdir -p target/bench
 PATH="$PWD/$venv/bin:$PATH" cargo bench -p tiny-harness --bench side_by_side -- \
-    --out target/bench/side_by_side.json "$@"
+    --out "$PWD/target/bench/side_by_side.json" "$@"
