@@ -98,8 +98,8 @@ pub struct ModelConfig {
     /// openai: `max_completion_tokens` (default) or `max_tokens` (Ollama,
     /// llama.cpp) carries `max_output_tokens`.
     pub max_tokens_field: Option<MaxTokensField>,
-    /// The most tokens a request may carry. Default 128000 (openai,
-    /// offline) or 200000 (anthropic).
+    /// The most tokens a request may carry. Default 128000 (openai),
+    /// 200000 (anthropic) or 1024 (offline).
     pub context_window: Option<u64>,
     /// The most tokens an answer may take. Default: the provider's own
     /// (openai), 8192 (anthropic, which requires one).

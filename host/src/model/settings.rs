@@ -153,7 +153,10 @@ pub mod defaults {
     /// each provider have at least.
     pub const OPENAI_CONTEXT_WINDOW: u64 = 128_000;
     pub const ANTHROPIC_CONTEXT_WINDOW: u64 = 200_000;
-    pub const OFFLINE_CONTEXT_WINDOW: u64 = 128_000;
+    /// The offline models answer from the newest message (and the last
+    /// tool round): a window of a few turns is all they need, and a turn
+    /// then reads the same few messages at any length of conversation.
+    pub const OFFLINE_CONTEXT_WINDOW: u64 = 1_024;
     /// Anthropic requires `max_tokens` on every request.
     pub const ANTHROPIC_MAX_OUTPUT_TOKENS: u32 = 8_192;
     /// Anthropic's smallest thinking budget.
