@@ -57,6 +57,9 @@ const PLUGINS: usize = 10;
 /// Longest ramp to one point of the turn-cost table before it is skipped.
 const RAMP_BUDGET: Duration = Duration::from_secs(240);
 
+/// Longest memory measurement of one server before it is skipped.
+const MEMORY_BUDGET: Duration = Duration::from_secs(300);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Kind {
@@ -200,6 +203,8 @@ struct Report {
     throughput: Vec<Throughput>,
     turn_cost: Vec<TurnCost>,
     memory: Vec<Memory>,
+    /// Servers whose memory measurement did not finish in its budget.
+    memory_unmeasured: Vec<Kind>,
     startup: Vec<Startup>,
     first_event: Vec<FirstEvent>,
     token_to_sse: Option<TokenDelay>,
@@ -359,8 +364,20 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
 
     eprintln!("memory ...");
     for &kind in &kinds {
-        let memory = memory_per_conversation(&client, kind, scratch, options.conversations).await?;
-        report.memory.push(memory);
+        // The SDK once stopped answering here (idle, every request pending)
+        // and held the whole run; a server that does so is reported, not
+        // waited for.
+        let measured = memory_per_conversation(&client, kind, scratch, options.conversations);
+        match tokio::time::timeout(MEMORY_BUDGET, measured).await {
+            Ok(memory) => report.memory.push(memory?),
+            Err(_) => {
+                eprintln!(
+                    "{}: no memory figure, still busy after {MEMORY_BUDGET:?}",
+                    kind.label()
+                );
+                report.memory_unmeasured.push(kind);
+            }
+        }
     }
     phase_done(options, report, print_memory)?;
 
@@ -438,6 +455,7 @@ fn print_turn_cost(report: &Report) {
     println!("\n| one turn, p50 (p99) ms | SDK | memory | SQLite |");
     println!("| --- | --- | --- | --- |");
     let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
+    turns.sort_unstable();
     turns.dedup();
     for turn in turns {
         let cell = |kind| {
@@ -476,6 +494,9 @@ fn print_memory(report: &Report) {
                     bytes / 1024.0
                 )),
         );
+    }
+    for kind in &report.memory_unmeasured {
+        println!("| {} | not finished in {MEMORY_BUDGET:?} | |", kind.label());
     }
 }
 
