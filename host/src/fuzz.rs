@@ -44,15 +44,7 @@ pub const TARGETS: [(&str, Target); 6] = [
     ("provider_stream", provider_stream),
 ];
 
-/// The target called `name`.
-pub fn target(name: &str) -> Option<Target> {
-    TARGETS
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map(|(_, target)| *target)
-}
-
-fn jsonrpc_request(input: &[u8]) {
+pub fn jsonrpc_request(input: &[u8]) {
     let Ok(request) = jsonrpc::parse_request(input) else {
         return;
     };
@@ -66,7 +58,7 @@ fn jsonrpc_request(input: &[u8]) {
         .map(|r| r.validate());
 }
 
-fn http_json(input: &[u8]) {
+pub fn http_json(input: &[u8]) {
     let text = String::from_utf8_lossy(input);
     // A body, as the routes decode it.
     if let Ok(body) = serde_json::from_slice::<Value>(input) {
@@ -84,7 +76,7 @@ fn http_json(input: &[u8]) {
     let _ = types::decode::<GetTaskRequest>(&query).map(|r| r.validate());
 }
 
-fn classifier(input: &[u8]) {
+pub fn classifier(input: &[u8]) {
     static REGISTRY: std::sync::OnceLock<Arc<CommandRegistry>> = std::sync::OnceLock::new();
     let registry = REGISTRY.get_or_init(|| Arc::new(CommandRegistry::builder().freeze().0));
     let Ok(message) = serde_json::from_slice::<Message>(input) else {
@@ -95,11 +87,11 @@ fn classifier(input: &[u8]) {
     let _ = crate::task::classify::command_text(&message);
 }
 
-fn plugin_manifest(input: &[u8]) {
+pub fn plugin_manifest(input: &[u8]) {
     let _ = PluginManifest::parse(&String::from_utf8_lossy(input));
 }
 
-fn declarations(input: &[u8]) {
+pub fn declarations(input: &[u8]) {
     let text = String::from_utf8_lossy(input);
     let _ = parse_commands(&text);
     let _ = parse_hooks(&text);
@@ -108,7 +100,7 @@ fn declarations(input: &[u8]) {
 /// A provider's streamed answer: the first byte picks the protocol (even:
 /// OpenAI, odd: Anthropic) and the size of the chunks the body arrives in,
 /// as a network would cut it; the rest is the SSE body.
-fn provider_stream(input: &[u8]) {
+pub fn provider_stream(input: &[u8]) {
     let Some((&selector, body)) = input.split_first() else {
         return;
     };
