@@ -80,7 +80,10 @@ export function ago(timestamp, now = Date.now()) {
   return `${Math.round(hours / 24)} days ago`;
 }
 
-/** The first 8 characters of an id: enough to tell tasks apart on a screen. */
+/**
+ * The last 8 characters of an id: enough to tell tasks apart on a screen. The last, as
+ * the harness's ids are UUIDv7 and begin with their creation time.
+ */
 export function shortId(id) {
-  return String(id).slice(0, 8);
+  return String(id).slice(-8);
 }

@@ -173,5 +173,5 @@ export async function nextProgress(page, previous = '') {
 
 /** The first 8 characters of an id, as the page shows it. */
 export function shortId(id) {
-  return id.slice(0, 8);
+  return id.slice(-8);
 }

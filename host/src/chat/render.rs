@@ -14,9 +14,14 @@ pub(crate) const INDENT: &str = "        ";
 /// Data parts up to this many characters print on one line.
 const JSON_ON_ONE_LINE: usize = 100;
 
-/// The first 8 characters of an id: enough to tell tasks apart on a screen.
+/// The last 8 characters of an id: enough to tell tasks apart on a screen.
+/// The last, as the harness's ids are UUIDv7 and begin with their creation
+/// time, the same for every task of a minute.
 pub(crate) fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+    id.char_indices()
+        .rev()
+        .nth(7)
+        .map_or(id, |(at, _)| &id[at..])
 }
 
 /// The status extension's sub-state in `metadata`.

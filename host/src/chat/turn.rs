@@ -199,7 +199,7 @@ mod tests {
         let end = view.show(&parked("Worked for 2 seconds."), later);
         assert_eq!(
             end,
-            "agent › Worked for 2 seconds.\n── waiting for your next message · t1234567 ──\n"
+            "agent › Worked for 2 seconds.\n── waiting for your next message · 34567890 ──\n"
         );
         assert!(view.ended(), "INPUT_REQUIRED ends the turn");
     }
@@ -217,6 +217,6 @@ mod tests {
             "lo\n        there"
         );
         let end = view.show(&parked("Hello"), now);
-        assert_eq!(end, "\n── waiting for your next message · t1234567 ──\n");
+        assert_eq!(end, "\n── waiting for your next message · 34567890 ──\n");
     }
 }
