@@ -924,26 +924,27 @@ async fn the_scenarios_answer_over_grpc_too() {
         .any(|part| part["data"]["key"] == "value" && part["data"]["count"].as_f64() == Some(42.0));
     assert!(found, "{data}");
 
-    let mut stream = client
-        .send_streaming_message(request("tck-stream-artifact-chunked"))
-        .await
-        .expect("streaming")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(event) = stream.next().await {
-        events.push(as_json(&event.expect("an event")));
+    // Every event of a streamed scenario, as ProtoJSON.
+    async fn streamed(
+        client: &mut A2aServiceClient<tonic::transport::Channel>,
+        request: tonic::Request<tiny_harness::server::grpc::proto::SendMessageRequest>,
+    ) -> Vec<Value> {
+        let mut stream = client
+            .send_streaming_message(request)
+            .await
+            .expect("streaming")
+            .into_inner();
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            events.push(erased::Json::json(&event.expect("an event")));
+        }
+        events
     }
+
+    let events = streamed(&mut client, request("tck-stream-artifact-chunked")).await;
     let chunks = check_stream(Binding::Rest, "gRPC tck-stream-artifact-chunked", &events);
 
-    let mut stream = client
-        .send_streaming_message(request("tck-message-response"))
-        .await
-        .expect("streaming")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(event) = stream.next().await {
-        events.push(as_json(&event.expect("an event")));
-    }
+    let events = streamed(&mut client, request("tck-message-response")).await;
     assert_eq!(events.len(), 1, "gRPC: the Message alone: {events:?}");
     assert_eq!(
         events[0]["message"]["parts"],

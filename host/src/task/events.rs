@@ -222,7 +222,9 @@ impl Stream for TaskEvents {
     }
 }
 
-fn ends_turn(event: &StreamResponse) -> bool {
+/// A status update that ends the turn (terminal, `INPUT_REQUIRED` or
+/// `AUTH_REQUIRED`).
+pub(super) fn ends_turn(event: &StreamResponse) -> bool {
     matches!(event, StreamResponse::StatusUpdate(update) if update.status.state.ends_turn())
 }
 

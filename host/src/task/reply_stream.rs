@@ -12,7 +12,7 @@
 use futures_util::{StreamExt as _, stream};
 use tokio::sync::oneshot;
 
-use super::events::TaskEvents;
+use super::events::{TaskEvents, ends_turn};
 use super::inbox::{AnswerWatch, TurnReply};
 use super::service::EventStream;
 use crate::a2a::error::A2aError;
@@ -80,8 +80,4 @@ fn is_quiet(event: &StreamResponse) -> bool {
         }
         _ => false,
     }
-}
-
-fn ends_turn(event: &StreamResponse) -> bool {
-    matches!(event, StreamResponse::StatusUpdate(update) if update.status.state.ends_turn())
 }
