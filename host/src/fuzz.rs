@@ -13,11 +13,9 @@
 
 use std::sync::Arc;
 
-use std::collections::VecDeque;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
 use bytes::Bytes;
-use futures_util::StreamExt as _;
 use serde_json::{Map, Value};
 
 use crate::a2a::jsonrpc;
@@ -27,7 +25,7 @@ use crate::a2a::types::{
 };
 use crate::commands::CommandRegistry;
 use crate::model::anthropic::AnthropicWire;
-use crate::model::http::{Decode, MAX_ANSWER_BYTES, Wire as _, events};
+use crate::model::http::{Decode, MAX_ANSWER_BYTES, Wire as _, decode_answer};
 use crate::model::openai::OpenAiWire;
 use crate::plugins::manifest::{PluginManifest, parse_commands, parse_hooks};
 
@@ -112,35 +110,19 @@ pub fn provider_stream(input: &[u8]) {
     }
 }
 
-/// Decode `body` as an answer does (`model::http`): events until the
-/// decoder is done or the body ends, at most the bytes an answer may have.
-fn decode_stream(mut decoder: impl Decode, body: &[u8], chunk: usize) {
+/// Decode `body` as an answer is read (`model::http`), at most the bytes
+/// an answer may have.
+fn decode_stream(decoder: impl Decode, body: &[u8], chunk: usize) {
     let body = &body[..body.len().min(MAX_ANSWER_BYTES)];
     let chunks: Vec<_> = body
         .chunks(chunk)
         .map(|piece| Ok(Bytes::copy_from_slice(piece)))
         .collect();
-    let mut events = events(Box::pin(futures_util::stream::iter(chunks)));
+    let answer = decode_answer(Box::pin(futures_util::stream::iter(chunks)), decoder);
+    // An iterator's stream is always ready: one poll reads it all.
     let mut context = Context::from_waker(Waker::noop());
-    let mut out = VecDeque::new();
-    while !decoder.is_done() {
-        // An iterator's stream is always ready.
-        let Poll::Ready(next) = events.poll_next_unpin(&mut context) else {
-            return;
-        };
-        let decoded = match next {
-            Some(Ok(event)) => decoder.event(&event, &mut out),
-            Some(Err(_)) => return,
-            None => {
-                let _ = decoder.end(&mut out);
-                return;
-            }
-        };
-        if decoded.is_err() {
-            return;
-        }
-        out.clear();
-    }
+    let read = std::pin::pin!(answer).poll(&mut context);
+    assert!(read.is_ready(), "an answer from memory never waits");
 }
 
 #[cfg(test)]

@@ -461,8 +461,24 @@ impl std::fmt::Display for BodyError {
 /// An answer's body as it arrives.
 pub(crate) type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
+/// Read a whole answer that arrives as `chunks` as a streamed one is read
+/// (the fuzz target's way in): how many events it decoded, or the fault
+/// that stopped it.
+pub(crate) async fn decode_answer(chunks: Chunks, decoder: impl Decode) -> Result<usize, Fault> {
+    let mut answer = Answer::from_chunks(chunks, decoder);
+    let mut decoded = 0;
+    loop {
+        answer.fill().await?;
+        if answer.pending.is_empty() {
+            return Ok(decoded);
+        }
+        decoded += answer.pending.len();
+        answer.pending.clear();
+    }
+}
+
 /// The SSE events of a body that arrives as `chunks`.
-pub(crate) fn events(chunks: Chunks) -> EventStream<Chunks> {
+fn events(chunks: Chunks) -> EventStream<Chunks> {
     EventStream::new(whole_lines(chunks))
 }
 
@@ -532,8 +548,12 @@ struct Answer<D> {
 
 impl<D: Decode> Answer<D> {
     fn new(response: reqwest::Response, decoder: D) -> Self {
+        Self::from_chunks(chunks(response), decoder)
+    }
+
+    fn from_chunks(chunks: Chunks, decoder: D) -> Self {
         Answer {
-            events: events(chunks(response)),
+            events: events(chunks),
             decoder,
             pending: VecDeque::new(),
             ended: false,
