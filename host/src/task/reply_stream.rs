@@ -9,12 +9,12 @@
 //! the answer is a message alone ([`AnswerWatch`]); then the stream waits
 //! for the turn's end and sends only that Message.
 
+use futures_core::Stream;
 use futures_util::{StreamExt as _, stream};
 use tokio::sync::oneshot;
 
 use super::events::{TaskEvents, ends_turn};
 use super::inbox::{AnswerWatch, TurnReply};
-use super::service::EventStream;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{StreamResponse, TaskState};
 
@@ -26,13 +26,13 @@ pub(crate) fn message_or_task(
     mut events: TaskEvents,
     done: TurnDone,
     watch: AnswerWatch,
-) -> EventStream {
+) -> impl Stream<Item = StreamResponse> + Send + 'static {
     let opened = async move {
         let opening = hold(&mut events, done, &watch).await;
         let rest = opening.events_follow.then_some(events);
         stream::iter(opening.items).chain(stream::iter(rest).flatten())
     };
-    Box::pin(stream::once(opened).flatten())
+    stream::once(opened).flatten()
 }
 
 /// What the stream opens with, and whether the task's events go on after.

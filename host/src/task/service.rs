@@ -317,7 +317,11 @@ impl TaskService {
         };
         let events = TaskEvents::new(first, admitted.seq, events, self.replay(task_id));
         if let Some(watch) = admitted.answer_watch {
-            return Ok(reply_stream::message_or_task(events, admitted.done, watch));
+            return Ok(Box::pin(reply_stream::message_or_task(
+                events,
+                admitted.done,
+                watch,
+            )));
         }
         Ok(Box::pin(events))
     }
