@@ -23,14 +23,10 @@
 //! * 1 -> 2: `push_configs.delivered_seq`, set to each task's latest event
 //!   (what a version 1 database delivered is not known; resending a whole
 //!   history would be worse than missing what was in flight).
-//! * 2 -> 3: no partial index says `IS NOT NULL`. With one on a table,
-//!   SQLite compiles every query of that table whose `WHERE` binds a
-//!   parameter for that parameter's value, and compiles it again on each
-//!   call: the store's reads spent more time in the SQL parser than in the
-//!   B-trees. `task_log_events` now covers every log row, `tasks_by_parent`
-//!   says `parent_id > ''`. And `messages_by_id` only holds first messages
-//!   (the only ones it is searched for), so a follow-up writes one B-tree
-//!   fewer, and not at a random place.
+//! * 2 -> 3: `messages_by_id` becomes `messages_first`, holding only first
+//!   messages (the only ones searched for by id alone, to find a resent
+//!   first message), so a follow-up writes one B-tree fewer, and not at a
+//!   random place (message ids come from the senders).
 
 use rusqlite::Connection;
 
@@ -55,7 +51,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_status_rev ON tasks (status_rev);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (context_id, status_rev);
 CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (id) WHERE active = 1;
-CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_id) WHERE parent_id > '';
+CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_ended ON tasks (status_at_ms) WHERE terminal = 1;
 
 CREATE TABLE IF NOT EXISTS task_log (
@@ -68,7 +64,8 @@ CREATE TABLE IF NOT EXISTS task_log (
     event     TEXT,
     PRIMARY KEY (task_id, position)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS task_log_events ON task_log (task_id, event_seq);
+CREATE INDEX IF NOT EXISTS task_log_events ON task_log (task_id, event_seq)
+    WHERE event_seq IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS messages (
     task_id    TEXT NOT NULL,
@@ -112,15 +109,10 @@ UPDATE push_configs SET delivered_seq = (
 );
 ";
 
-/// Version 2 to 3: indexes that do not make SQLite recompile queries.
-const PLAIN_INDEXES: &str = "
-DROP INDEX IF EXISTS task_log_events;
-CREATE INDEX task_log_events ON task_log (task_id, event_seq);
-DROP INDEX IF EXISTS tasks_by_parent;
-CREATE INDEX tasks_by_parent ON tasks (parent_id) WHERE parent_id > '';
+/// Version 2 to 3: only first messages are indexed by id.
+const FIRST_MESSAGES: &str = "
 DROP INDEX IF EXISTS messages_by_id;
-DROP INDEX IF EXISTS messages_first;
-CREATE INDEX messages_first ON messages (message_id) WHERE position = 0;
+CREATE INDEX IF NOT EXISTS messages_first ON messages (message_id) WHERE position = 0;
 ";
 
 /// Create the tables in a new database, upgrade an older one; refuse a
@@ -139,8 +131,8 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
     // upgraded step by step, all in one transaction.
     let steps = match found {
         0 => TABLES.to_owned(),
-        1 => format!("{DELIVERY_CURSORS}{PLAIN_INDEXES}"),
-        2 => PLAIN_INDEXES.to_owned(),
+        1 => format!("{DELIVERY_CURSORS}{FIRST_MESSAGES}"),
+        2 => FIRST_MESSAGES.to_owned(),
         _ => return Ok(()),
     };
     connection

@@ -1,14 +1,14 @@
 //! The embedded store: one SQLite file in WAL mode.
 //!
 //! * Writes go to one writer thread that owns the only write connection. It
-//!   takes every job waiting in its queue, runs them in one transaction
-//!   (each in a savepoint, so a conflicting job fails alone) and commits once:
-//!   group commit. With `synchronous = NORMAL` a commit reaches the OS (the
+//!   takes every job waiting in its queue, runs them in one transaction (a
+//!   conflicting job still fails alone: [`Writer::run_batch`]) and commits
+//!   once: group commit. With `synchronous = NORMAL` a commit reaches the OS (the
 //!   WAL is written) but is not fsynced, so it survives the process dying
 //!   (SIGKILL, OOM kill, panic) but not the machine losing power; `FULL`
 //!   fsyncs every commit, and concurrent transitions share that fsync.
-//! * Reads run on `spawn_blocking` over a small pool of read-only
-//!   connections; WAL lets them read while the writer writes.
+//! * Reads run on `spawn_blocking` over at most [`READERS`] read-only
+//!   connections, kept open; WAL lets them read while the writer writes.
 //!
 //! * Before the database is opened, the store takes its exclusive lock
 //!   (`lock`): a second server on the same file is refused before it reads
@@ -277,7 +277,9 @@ impl TaskStore for SqliteStore {
         self.read(|connection| {
             // Tasks with a turn running or due, then open parents written
             // before one of their finished sub-tasks: they may not have
-            // recorded its result.
+            // recorded its result. (`parent_id > ''` lets SQLite find the
+            // sub-tasks by `tasks_by_parent` instead of reading every
+            // finished task.)
             let mut statement = connection.prepare_cached(
                 "SELECT id FROM tasks WHERE active = 1
                  UNION
@@ -365,10 +367,11 @@ fn open_writer(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Connec
 ///
 /// The query planner's stability guarantee (QPSG) makes a statement's plan
 /// independent of the values bound to it. Without it SQLite recompiles a
-/// cached statement whenever a bound value might change whether a partial
-/// index applies (a `WHERE id = ?1` on a table with such an index is
-/// enough): the store's reads spent more time in the SQL parser than in the
-/// B-trees. Every query here has one plan anyway.
+/// cached statement each time it is bound to a value its plan might depend
+/// on, such as the `LIMIT` of the history read ([`HISTORY`]), which a worker
+/// starting, a turn and `GetTask` each bind differently: the store's reads
+/// spent more time in the SQL parser than in the B-trees. Every query here
+/// has one plan anyway.
 fn configure(connection: &Connection) -> rusqlite::Result<()> {
     connection.busy_timeout(BUSY_TIMEOUT)?;
     connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
@@ -822,6 +825,12 @@ fn load_task(
     }))
 }
 
+/// The newest `?2` messages of task `?1`'s history, oldest first.
+const HISTORY: &str = "SELECT document FROM (
+         SELECT position, document FROM messages WHERE task_id = ?1
+         ORDER BY position DESC LIMIT ?2
+     ) ORDER BY position";
+
 fn load_history(
     connection: &Connection,
     id: &str,
@@ -829,12 +838,7 @@ fn load_history(
 ) -> rusqlite::Result<Vec<String>> {
     // The newest `limit` messages, returned oldest first; -1 is no limit.
     let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let mut statement = connection.prepare_cached(
-        "SELECT document FROM (
-             SELECT position, document FROM messages WHERE task_id = ?1
-             ORDER BY position DESC LIMIT ?2
-         ) ORDER BY position",
-    )?;
+    let mut statement = connection.prepare_cached(HISTORY)?;
     let rows = statement.query_map(params![id, limit], |row| row.get(0))?;
     rows.collect()
 }
@@ -940,5 +944,74 @@ fn classify(error: rusqlite::Error) -> StoreError {
             StoreError::Unavailable(format!("an I/O error occurred ({detail})"))
         }
         _ => StoreError::Unavailable(detail),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+    use crate::store::tests::create;
+
+    fn migrated(dir: &Path) -> Connection {
+        let connection = open_writer(&dir.join("t.db"), Synchronous::Normal).expect("opens");
+        schema::migrate(&connection).expect("migrates");
+        connection
+    }
+
+    fn job(writes: Vec<TaskWrite>) -> (Job, oneshot::Receiver<Result<Outcome, StoreError>>) {
+        let (reply, answer) = oneshot::channel();
+        let action = Action::Commit(writes);
+        (Job { action, reply }, answer)
+    }
+
+    #[test]
+    fn a_conflicting_job_fails_alone_and_the_rest_of_its_batch_commits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = Writer::new(migrated(dir.path())).expect("writer");
+        let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
+        // The same task created again: a conflict, in the middle of the batch.
+        let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
+        let (last, last_answer) = job(vec![create("t2", "bob", "m3")]);
+        writer.run_batch(vec![first, again, last]);
+        let answer = |mut answer: oneshot::Receiver<_>| answer.try_recv().expect("answered");
+        assert!(matches!(answer(first_answer), Ok(Outcome::Done)));
+        assert!(matches!(answer(again_answer), Err(StoreError::Conflict(_))));
+        assert!(matches!(answer(last_answer), Ok(Outcome::Done)));
+        let stored: Vec<(String, String)> = writer
+            .connection
+            .prepare("SELECT task_id, message_id FROM messages ORDER BY task_id")
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .expect("reads")
+            .collect::<rusqlite::Result<_>>()
+            .expect("reads");
+        let expected = [("t1", "m1"), ("t2", "m3")].map(|(t, m)| (t.to_owned(), m.to_owned()));
+        assert_eq!(stored, expected);
+        // The revisions the conflicting job took were given back.
+        assert_eq!(writer.revision, 2);
+    }
+
+    #[test]
+    fn a_history_read_is_compiled_once_whatever_its_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(migrated(dir.path()));
+        let readers = Readers {
+            path: dir.path().join("t.db"),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(READERS)),
+        };
+        let connection = readers.open().expect("opens");
+        // A worker starting reads 32 messages, a turn 64, GetTask what it
+        // asks for: one cached statement, bound to each in turn.
+        for limit in [32, 64, 32, 64, 5] {
+            let history = load_history(&connection, "t1", Some(limit)).expect("reads");
+            assert!(history.is_empty());
+        }
+        let statement = connection
+            .prepare_cached(HISTORY)
+            .expect("the statement load_history cached");
+        assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
     }
 }

@@ -38,7 +38,7 @@ fn entry(position: u64, seq: Option<u64>) -> LogEntry {
 }
 
 /// Task `id` created by `who`, with its first message `first`.
-fn create(id: &str, who: &str, first: &str) -> TaskWrite {
+pub(super) fn create(id: &str, who: &str, first: &str) -> TaskWrite {
     TaskWrite {
         task_id: id.into(),
         created: Some(Created {
