@@ -224,6 +224,25 @@ pub enum A2aError {
     /// for a condition that retrying later may fix, with `Retry-After`.
     #[error("The task store is unavailable, so the request was not accepted: {0}")]
     StoreUnavailable(String),
+
+    /// The message was accepted (its acceptance is stored), but the store refused its turn's
+    /// result, so the sender waiting for that result cannot have it. The task stays WORKING
+    /// in the store and its turn runs again once the store takes writes (recovery); sending
+    /// the same `messageId` again is deduplicated and waits for that turn.
+    ///
+    /// Mapped as `StoreUnavailable` (the same condition, and the same advice: retry later),
+    /// but its message and its `accepted` metadata say the message is not lost.
+    #[error(
+        "The message was accepted into task {task_id}, but the task store is unavailable, so \
+         its turn's result was not recorded: {reason}. The task stays working and its turn \
+         runs again once the store takes writes; sending the same messageId again waits for it"
+    )]
+    TurnNotStored {
+        /// The task that holds the accepted message.
+        task_id: String,
+        /// Why the store refused, e.g. "the disk is full".
+        reason: String,
+    },
 }
 
 impl A2aError {
@@ -243,6 +262,19 @@ impl A2aError {
         }
     }
 
+    /// A failure of the server or its store rather than the caller's mistake: these are
+    /// logged (spec 3.3.2 "SHOULD log system errors"), the others not, or anyone could
+    /// fill the log.
+    pub fn is_system(&self) -> bool {
+        matches!(
+            self,
+            A2aError::Internal(_)
+                | A2aError::InvalidAgentResponse(_)
+                | A2aError::StoreUnavailable(_)
+                | A2aError::TurnNotStored { .. }
+        )
+    }
+
     /// The JSON-RPC error code.
     pub fn code(&self) -> i32 {
         match self {
@@ -252,7 +284,8 @@ impl A2aError {
             A2aError::InvalidParams { .. } => code::INVALID_PARAMS,
             A2aError::Internal(_)
             | A2aError::RateLimited { .. }
-            | A2aError::StoreUnavailable(_) => code::INTERNAL,
+            | A2aError::StoreUnavailable(_)
+            | A2aError::TurnNotStored { .. } => code::INTERNAL,
             A2aError::TaskNotFound { .. } => code::TASK_NOT_FOUND,
             A2aError::TaskNotCancelable { .. } => code::TASK_NOT_CANCELABLE,
             A2aError::PushNotificationNotSupported => code::PUSH_NOTIFICATION_NOT_SUPPORTED,
@@ -287,7 +320,7 @@ impl A2aError {
             A2aError::RateLimited { .. } => "RATE_LIMITED",
             A2aError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             A2aError::RoleRefused { .. } => "ROLE_REFUSED",
-            A2aError::StoreUnavailable(_) => "STORE_UNAVAILABLE",
+            A2aError::StoreUnavailable(_) | A2aError::TurnNotStored { .. } => "STORE_UNAVAILABLE",
         }
     }
 
@@ -314,7 +347,9 @@ impl A2aError {
             A2aError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             A2aError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             A2aError::RoleRefused { .. } => StatusCode::FORBIDDEN,
-            A2aError::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            A2aError::StoreUnavailable(_) | A2aError::TurnNotStored { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -337,7 +372,7 @@ impl A2aError {
             | A2aError::VersionNotSupported { .. } => "FAILED_PRECONDITION",
             A2aError::RateLimited { .. } => "RESOURCE_EXHAUSTED",
             A2aError::RoleRefused { .. } => "PERMISSION_DENIED",
-            A2aError::StoreUnavailable(_) => "UNAVAILABLE",
+            A2aError::StoreUnavailable(_) | A2aError::TurnNotStored { .. } => "UNAVAILABLE",
         }
     }
 
@@ -345,7 +380,9 @@ impl A2aError {
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
             A2aError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
-            A2aError::StoreUnavailable(_) => Some(STORE_RETRY_AFTER_SECS),
+            A2aError::StoreUnavailable(_) | A2aError::TurnNotStored { .. } => {
+                Some(STORE_RETRY_AFTER_SECS)
+            }
             _ => None,
         }
     }
@@ -374,6 +411,12 @@ impl A2aError {
                 vec![("limitBytes", limit_bytes.to_string())]
             }
             A2aError::RoleRefused { role, .. } => vec![("role", role.clone())],
+            // Whether the request is in the store: a client deciding to resend reads this.
+            A2aError::StoreUnavailable(_) => vec![("accepted", "false".to_owned())],
+            A2aError::TurnNotStored { task_id, .. } => vec![
+                ("accepted", "true".to_owned()),
+                ("taskId", task_id.clone()),
+            ],
             A2aError::InvalidParams {
                 field: Some(field), ..
             } => vec![("field", field.clone())],
@@ -672,6 +715,16 @@ mod tests {
                 503,
                 "UNAVAILABLE",
             ),
+            (
+                A2aError::TurnNotStored {
+                    task_id: "t-1".into(),
+                    reason: "the disk is full".into(),
+                },
+                -32603,
+                "STORE_UNAVAILABLE",
+                503,
+                "UNAVAILABLE",
+            ),
         ]
     }
 
@@ -856,6 +909,18 @@ mod tests {
                 .to_string()
                 .contains("was not accepted: the disk is full")
         );
+        assert_eq!(unavailable.metadata()["accepted"], "false");
+
+        let unrecorded = A2aError::TurnNotStored {
+            task_id: "t-1".into(),
+            reason: "the disk is full".into(),
+        };
+        assert_eq!(unrecorded.retry_after_secs(), Some(STORE_RETRY_AFTER_SECS));
+        assert_eq!(unrecorded.metadata()["accepted"], "true");
+        assert_eq!(unrecorded.metadata()["taskId"], "t-1");
+        let text = unrecorded.to_string();
+        assert!(text.contains("accepted into task t-1"), "{text}");
+        assert!(!text.contains("not accepted"), "{text}");
     }
 
     #[test]

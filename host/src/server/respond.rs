@@ -184,10 +184,7 @@ fn unauthenticated(mut response: Response, error: AuthError) -> Response {
 /// System errors are logged (spec 3.3.2 "SHOULD log system errors"); the client's own
 /// mistakes are not, or anyone could fill the log.
 fn log_if_internal(error: &A2aError) {
-    if matches!(
-        error,
-        A2aError::Internal(_) | A2aError::InvalidAgentResponse(_) | A2aError::StoreUnavailable(_)
-    ) {
+    if error.is_system() {
         tracing::error!(%error, "request failed");
     }
 }

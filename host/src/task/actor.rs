@@ -468,8 +468,10 @@ impl TaskActor {
         }
         let (done, waiter) = oneshot::channel();
         self.waiters.push((history_length, done));
-        // Committed before it is acknowledged: a refused write is the answer.
+        // Committed before it is acknowledged: a refused write is the answer,
+        // and a message not accepted has no one waiting for its turn.
         if let Err(error) = self.settle().await {
+            self.waiters.pop();
             let _ = reply.send(Err(error));
             return;
         }
@@ -1450,8 +1452,17 @@ impl TaskActor {
         for pending in self.queue.drain(..) {
             let _ = pending.reply.send(Err(error.clone()));
         }
+        // A waiter's message was accepted (its acceptance is stored, or it
+        // would not be waiting): only its turn's result is missing.
+        let unrecorded = match &error {
+            A2aError::StoreUnavailable(reason) => A2aError::TurnNotStored {
+                task_id: self.record.id.clone(),
+                reason: reason.clone(),
+            },
+            other => other.clone(),
+        };
         for (_, waiter) in self.waiters.drain(..) {
-            let _ = waiter.send(Err(error.clone()));
+            let _ = waiter.send(Err(unrecorded.clone()));
         }
         while let Ok(command) = self.inbox.try_recv() {
             match *command {

@@ -89,15 +89,20 @@ async fn a_full_disk_refuses_new_work_and_loses_nothing_acknowledged() {
         match send(&alice, message_with_id(Some(&task_id), &id, &text)).await {
             Ok(_) => acknowledged.push(id),
             Err(error) => {
-                refusal = Some(error);
+                refusal = Some((id, error));
                 break;
             }
         }
     }
-    let refusal = refusal.expect("the disk fills up");
+    let (refused_id, refusal) = refusal.expect("the disk fills up");
     assert_eq!(reason(&refusal), "STORE_UNAVAILABLE", "{refusal}");
     assert_eq!(refusal["code"], -32603, "{refusal}");
     assert!(!acknowledged.is_empty());
+    // The disk may fill on the message's acceptance or on its turn's reply:
+    // the error says which, and an accepted message must not be lost.
+    if accepted(&refusal, &task_id) {
+        acknowledged.push(refused_id);
+    }
     // New work is refused too, over REST with 503 and Retry-After.
     let response = alice
         .http
@@ -111,7 +116,13 @@ async fn a_full_disk_refuses_new_work_and_loses_nothing_acknowledged() {
     assert_eq!(response.status(), 503);
     assert!(response.headers().contains_key("retry-after"));
     let body: Value = response.json().await.expect("json");
-    assert_eq!(body["error"]["details"][0]["reason"], "STORE_UNAVAILABLE");
+    let info = &body["error"]["details"][0];
+    assert_eq!(info["reason"], "STORE_UNAVAILABLE", "{body}");
+    let new_conversation_accepted = match info["metadata"]["accepted"].as_str() {
+        Some("true") => true,
+        Some("false") => false,
+        other => panic!("no accepted flag ({other:?}): {body}"),
+    };
 
     // Reads still work, and show everything acknowledged, once.
     let stored = user_message_ids(&alice.get_task(&task_id).await);
@@ -136,11 +147,32 @@ async fn a_full_disk_refuses_new_work_and_loses_nothing_acknowledged() {
         assert_eq!(stored.iter().filter(|s| *s == id).count(), 1, "{id}");
     }
     let listed = alice.ok("ListTasks", json!({})).await;
+    let expected = if new_conversation_accepted { 2 } else { 1 };
     assert_eq!(
-        listed["totalSize"], 1,
-        "the refused conversation does not exist"
+        listed["totalSize"], expected,
+        "a refused conversation does not exist, an accepted one does: {listed}"
     );
     harness.kill();
+}
+
+/// Whether a STORE_UNAVAILABLE error says its message was accepted into
+/// `task_id` (only its turn's result was not stored) or not accepted at all.
+fn accepted(error: &Value, task_id: &str) -> bool {
+    let metadata = &error["data"][0]["metadata"];
+    match metadata["accepted"].as_str() {
+        Some("true") => {
+            assert_eq!(metadata["taskId"], task_id, "{error}");
+            let message = error["message"].as_str().unwrap_or("");
+            assert!(message.contains("was accepted into task"), "{error}");
+            true
+        }
+        Some("false") => {
+            let message = error["message"].as_str().unwrap_or("");
+            assert!(message.contains("was not accepted"), "{error}");
+            false
+        }
+        other => panic!("no accepted flag ({other:?}): {error}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -39,16 +39,13 @@ pub(crate) fn code(error: &A2aError) -> Code {
         A2aError::Internal(_) | A2aError::InvalidAgentResponse(_) => Code::Internal,
         A2aError::RateLimited { .. } => Code::ResourceExhausted,
         A2aError::RoleRefused { .. } => Code::PermissionDenied,
-        A2aError::StoreUnavailable(_) => Code::Unavailable,
+        A2aError::StoreUnavailable(_) | A2aError::TurnNotStored { .. } => Code::Unavailable,
     }
 }
 
 /// `error` as a gRPC status with its details.
 pub(crate) fn from_a2a(error: &A2aError) -> Status {
-    if matches!(
-        error,
-        A2aError::Internal(_) | A2aError::InvalidAgentResponse(_) | A2aError::StoreUnavailable(_)
-    ) {
+    if error.is_system() {
         tracing::error!(%error, "gRPC request failed");
     }
     let info = rpc::ErrorInfo {

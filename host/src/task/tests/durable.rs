@@ -618,16 +618,30 @@ async fn nothing_is_acknowledged_that_the_store_refused() {
     assert_eq!(task.history.len(), 4);
     assert!(texts(&task)[2].contains("are you there?"));
 
-    // A turn whose end cannot be stored: its sender is told, the task stays
-    // WORKING in the store, and the next start (or touch) finishes it.
+    // A turn whose end cannot be stored: its senders, the one who sent it
+    // and the one who resent it, are told that the message was accepted and
+    // only its result is missing; the task stays WORKING in the store, and
+    // the next start (or touch) finishes it.
     let work = say(Some(&task.id), "work for 1 seconds");
-    let accepted = send(&service, "alice", immediately(work.clone()))
-        .await
-        .expect("accepted");
-    assert_eq!(accepted.status.state, TaskState::Working);
+    let sender = tokio::spawn({
+        let service = service.clone();
+        let work = work.clone();
+        async move { send(&service, "alice", work).await }
+    });
+    wait_for(&service, &task.id, |t| t.status.state == TaskState::Working).await;
     fail(true);
-    let refused = within(10, send(&service, "alice", work)).await;
-    assert!(is_unavailable(&refused), "{refused:?}");
+    let resent = within(10, send(&service, "alice", work)).await;
+    let sent = within(10, sender).await.expect("the sender's task joins");
+    for refused in [sent, resent] {
+        assert!(
+            matches!(
+                &refused,
+                Err(A2aError::TurnNotStored { task_id, reason })
+                    if *task_id == task.id && reason.contains("disk is full")
+            ),
+            "{refused:?}"
+        );
+    }
     assert_eq!(
         get(&service, "alice", &task.id)
             .await
