@@ -413,10 +413,9 @@ impl A2aError {
             A2aError::RoleRefused { role, .. } => vec![("role", role.clone())],
             // Whether the request is in the store: a client deciding to resend reads this.
             A2aError::StoreUnavailable(_) => vec![("accepted", "false".to_owned())],
-            A2aError::TurnNotStored { task_id, .. } => vec![
-                ("accepted", "true".to_owned()),
-                ("taskId", task_id.clone()),
-            ],
+            A2aError::TurnNotStored { task_id, .. } => {
+                vec![("accepted", "true".to_owned()), ("taskId", task_id.clone())]
+            }
             A2aError::InvalidParams {
                 field: Some(field), ..
             } => vec![("field", field.clone())],

@@ -25,6 +25,7 @@
 //!   one fails with [`StoreError::Conflict`] and changes nothing.
 //! * Reads see every committed write.
 
+mod checkpoint;
 mod lock;
 mod memory;
 mod schema;

@@ -7,6 +7,8 @@
 //!   WAL is written) but is not fsynced, so it survives the process dying
 //!   (SIGKILL, OOM kill, panic) but not the machine losing power; `FULL`
 //!   fsyncs every commit, and concurrent transitions share that fsync.
+//! * WAL checkpoints run on a thread of their own, never on the writer
+//!   (`checkpoint`).
 //! * Reads run on `spawn_blocking` over at most [`READERS`] read-only
 //!   connections, kept open; WAL lets them read while the writer writes.
 //!
@@ -30,6 +32,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params, para
 use serde::Deserialize;
 use tokio::sync::{Semaphore, oneshot};
 
+use super::checkpoint::{self, Nudge};
 use super::lock::DatabaseLock;
 use super::schema;
 use super::{
@@ -50,6 +53,10 @@ const MAX_BATCH: usize = 512;
 /// read (the file, the schema parsed, a cold page cache), so a burst of
 /// reads queues for these rather than opening more.
 const READERS: usize = 4;
+
+/// The size the WAL file is cut back to when it starts over (it may grow past
+/// it between checkpoints): 64 MiB.
+const WAL_FILE_LIMIT: u64 = 64 << 20;
 
 /// What a commit waits for (SQLite's `synchronous` pragma in WAL mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -113,7 +120,9 @@ impl SqliteStore {
         connection
             .execute_batch(pragmas)
             .map_err(|e| opening(e.to_string()))?;
-        let writer = Writer::new(connection).map_err(|e| opening(e.to_string()))?;
+        let checkpoints = open_checkpointer(path).map_err(|e| opening(e.to_string()))?;
+        let checkpoints = checkpoint::spawn(checkpoints).map_err(|e| opening(e.to_string()))?;
+        let writer = Writer::new(connection, checkpoints).map_err(|e| opening(e.to_string()))?;
         let (jobs, queue) = mpsc::channel();
         thread::Builder::new()
             .name("task-store-writer".into())
@@ -360,6 +369,20 @@ fn open_writer(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Connec
         tracing::warn!(%mode, path = %path.display(), "the task store could not switch to WAL mode");
     }
     connection.execute_batch(&format!("PRAGMA synchronous = {};", synchronous.pragma()))?;
+    // The checkpointer copies the WAL back, not the writer; once the WAL
+    // starts over its file is cut back to this size.
+    connection.execute_batch(&format!(
+        "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {};",
+        WAL_FILE_LIMIT
+    ))?;
+    Ok(connection)
+}
+
+/// The checkpointer's connection: it writes only the database file, from the WAL.
+fn open_checkpointer(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags)?;
+    configure(&connection)?;
     Ok(connection)
 }
 
@@ -454,18 +477,20 @@ enum Outcome {
 
 struct Writer {
     connection: Connection,
+    checkpoints: Nudge,
     /// The last write revision handed out (see `schema`).
     revision: u64,
 }
 
 impl Writer {
-    fn new(connection: Connection) -> rusqlite::Result<Self> {
+    fn new(connection: Connection, checkpoints: Nudge) -> rusqlite::Result<Self> {
         let revision: i64 =
             connection.query_row("SELECT COALESCE(MAX(write_rev), 0) FROM tasks", [], |row| {
                 row.get(0)
             })?;
         Ok(Writer {
             connection,
+            checkpoints,
             revision: uint(revision),
         })
     }
@@ -482,6 +507,7 @@ impl Writer {
                 }
             }
             self.run_batch(batch);
+            self.checkpoints.committed();
         }
     }
 
@@ -969,7 +995,10 @@ mod tests {
     #[test]
     fn a_conflicting_job_fails_alone_and_the_rest_of_its_batch_commits() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = Writer::new(migrated(dir.path())).expect("writer");
+        let connection = migrated(dir.path());
+        let checkpoints = open_checkpointer(&dir.path().join("t.db")).expect("opens");
+        let checkpoints = checkpoint::spawn(checkpoints).expect("spawns");
+        let mut writer = Writer::new(connection, checkpoints).expect("writer");
         let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
         // The same task created again: a conflict, in the middle of the batch.
         let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
@@ -991,6 +1020,45 @@ mod tests {
         assert_eq!(stored, expected);
         // The revisions the conflicting job took were given back.
         assert_eq!(writer.revision, 2);
+    }
+
+    /// The tasks the database file itself holds, ignoring the WAL: what
+    /// checkpoints have copied (none before the schema itself is copied).
+    fn checkpointed_tasks(path: &Path) -> i64 {
+        let uri = format!("file:{}?immutable=1", path.display());
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let file = Connection::open_with_flags(uri, flags).expect("opens the file alone");
+        file.query_row("SELECT COUNT(*) FROM tasks", [], |row| row.get(0))
+            .unwrap_or(0)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commits_reach_the_database_file_by_the_checkpointer_not_the_writer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+        let writer_checkpoints: i64 = open_writer(&path, Synchronous::Normal)
+            .expect("opens")
+            .query_row("PRAGMA wal_autocheckpoint", [], |row| row.get(0))
+            .expect("reads");
+        assert_eq!(writer_checkpoints, 0, "the writer never checkpoints");
+        for n in 0..3 {
+            let id = format!("t{n}");
+            store
+                .commit(vec![create(&id, "alice", &format!("m{n}"))])
+                .await
+                .expect("commits");
+        }
+        // Far fewer pages than SQLite's own 1,000-page trigger, yet copied
+        // soon after: the checkpointer gathers for 100 ms.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while checkpointed_tasks(&path) < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no checkpoint copied the commits"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     #[test]

@@ -1,0 +1,146 @@
+//! Checkpoints of the SQLite store's write-ahead log, on a thread of their own.
+//!
+//! A checkpoint copies the pages the WAL holds back into the database file,
+//! with an fsync before and after. SQLite's default has the committing
+//! connection do it whenever the WAL passes 1,000 pages, so the store's one
+//! writer, and every job queued behind it, stopped for it: 12% of the
+//! writer's time in a profile of the store bench, most of it `fsync`.
+//!
+//! Here the writer never checkpoints (`wal_autocheckpoint = 0`). After a
+//! commit it nudges this thread ([`Nudge`]), which waits [`GATHER`] for more
+//! commits, then runs a PASSIVE checkpoint on its own connection: it copies
+//! what no reader still needs and blocks neither the writer nor the readers;
+//! the writer starts the WAL over once everything in it is copied. Gathering
+//! also means a page that many commits changed is copied once.
+//!
+//! The bound: readers pinning old snapshots can stop a passive checkpoint from
+//! catching up, so the WAL could grow under sustained load. Once it holds more
+//! than [`MAX_WAL_PAGES`] after a checkpoint, the next one is a RESTART, which
+//! waits for those readers (new writes wait meanwhile, up to the busy
+//! timeout) so that the WAL starts over, and `journal_size_limit` then cuts
+//! the file back.
+
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::thread;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// How long the checkpointer gathers commits before it copies them.
+const GATHER: Duration = Duration::from_millis(100);
+
+/// The WAL size (in pages) above which a checkpoint waits for readers so
+/// that the WAL can start over: 16,384 pages, 64 MiB at SQLite's default
+/// page size.
+pub(super) const MAX_WAL_PAGES: i64 = 16_384;
+
+/// What the writer holds: tells the checkpointer that something committed.
+/// Dropping it (the writer stopping) stops the checkpointer after a last
+/// checkpoint.
+pub(super) struct Nudge(SyncSender<()>);
+
+impl Nudge {
+    /// After a commit. Never blocks: one pending nudge covers any number of
+    /// commits.
+    pub(super) fn committed(&self) {
+        match self.0.try_send(()) {
+            Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+        }
+    }
+}
+
+/// Start the checkpointer on `connection` (a read-write connection of its
+/// own); the writer calls [`Nudge::committed`] after each commit.
+pub(super) fn spawn(connection: Connection) -> std::io::Result<Nudge> {
+    let (nudge, nudged) = mpsc::sync_channel(1);
+    thread::Builder::new()
+        .name("task-store-checkpoints".into())
+        .spawn(move || run(&connection, &nudged))?;
+    Ok(Nudge(nudge))
+}
+
+fn run(connection: &Connection, nudged: &Receiver<()>) {
+    let mut mode = Mode::Passive;
+    while nudged.recv().is_ok() {
+        thread::sleep(GATHER);
+        while nudged.try_recv().is_ok() {}
+        mode = checkpoint(connection, mode);
+    }
+    checkpoint(connection, Mode::Passive);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Passive,
+    Restart,
+}
+
+/// Run one checkpoint; returns the mode for the next one.
+fn checkpoint(connection: &Connection, mode: Mode) -> Mode {
+    let sql = match mode {
+        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+    };
+    // (busy, pages in the WAL, pages copied); -1 pages when not in WAL mode.
+    let outcome = connection.query_row(sql, [], |row| {
+        Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+    });
+    match outcome {
+        Ok((_, pages)) if pages > MAX_WAL_PAGES => {
+            tracing::warn!(
+                pages,
+                "the task store's WAL is large; the next checkpoint waits for readers"
+            );
+            Mode::Restart
+        }
+        Ok(_) => Mode::Passive,
+        // The WAL still holds everything; a later checkpoint copies it.
+        Err(error) => {
+            tracing::warn!(%error, "a checkpoint of the task store failed");
+            mode
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wal_pages(connection: &Connection) -> i64 {
+        // A passive checkpoint of nothing new reports the WAL's size.
+        connection
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
+            .expect("checkpoint")
+    }
+
+    #[test]
+    fn a_large_wal_makes_the_next_checkpoint_wait_for_readers_and_start_over() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("wal.db");
+        let writer = Connection::open(&path).expect("opens");
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+                 CREATE TABLE t (x BLOB);",
+            )
+            .expect("set up");
+        // More pages than the bound, in one transaction.
+        let rows = MAX_WAL_PAGES + 100;
+        writer
+            .execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                 INSERT INTO t SELECT zeroblob(3000) FROM n",
+                [rows],
+            )
+            .expect("fills");
+        let checkpoints = Connection::open(&path).expect("opens");
+        assert_eq!(checkpoint(&checkpoints, Mode::Passive), Mode::Restart);
+        assert_eq!(checkpoint(&checkpoints, Mode::Restart), Mode::Restart);
+        // The WAL starts over with the next write, from its first page.
+        writer
+            .execute("INSERT INTO t VALUES (x'00')", [])
+            .expect("writes");
+        assert!(wal_pages(&checkpoints) < 10, "{}", wal_pages(&checkpoints));
+        assert_eq!(checkpoint(&checkpoints, Mode::Restart), Mode::Passive);
+    }
+}
