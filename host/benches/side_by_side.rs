@@ -21,7 +21,10 @@
 //!
 //! Run: `tests/bench/run.sh` (installs the SDK, then runs this), or
 //! `cargo bench --bench side_by_side -- [--quick] [--rounds N] [--seconds S]
-//! [--turns 10,1000,10000] [--conversations N] [--no-sdk] [--out FILE]`.
+//! [--turns 10,1000,10000] [--conversations N] [--no-sdk] [--out FILE]
+//! [--only PHASE,...]`, where the phases are `throughput`, `first-event`,
+//! `turn-cost`, `memory`, `startup`, `token-to-sse` and `write-amplification`
+//! (all by default).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -106,7 +109,20 @@ struct Options {
     conversations: usize,
     sdk: bool,
     out: Option<PathBuf>,
+    /// The phases to run; empty runs them all.
+    only: Vec<String>,
 }
+
+/// The phases `--only` names, in the order they run.
+const PHASES: [&str; 7] = [
+    "throughput",
+    "first-event",
+    "turn-cost",
+    "memory",
+    "startup",
+    "token-to-sse",
+    "write-amplification",
+];
 
 impl Options {
     fn from_args() -> anyhow::Result<Self> {
@@ -138,7 +154,25 @@ impl Options {
                 .max(100.0) as usize,
             sdk: !args.iter().any(|arg| arg == "--no-sdk"),
             out: value("--out").map(PathBuf::from),
+            only: match value("--only") {
+                Some(list) => list
+                    .split(',')
+                    .map(|phase| {
+                        let phase = phase.trim();
+                        if PHASES.contains(&phase) {
+                            Ok(phase.to_owned())
+                        } else {
+                            bail!("--only {phase}: the phases are {}", PHASES.join(", "))
+                        }
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+                None => Vec::new(),
+            },
         })
+    }
+
+    fn runs(&self, phase: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|wanted| wanted == phase)
     }
 }
 
@@ -267,6 +301,11 @@ struct Memory {
     /// The same after the workers stopped (`None` for servers that keep
     /// every task in memory).
     parked_bytes: Option<f64>,
+    /// The whole process's resident memory before the conversations were
+    /// made, and the lowest it came back to within a minute after their
+    /// workers stopped (`None` as above).
+    resident_before_bytes: f64,
+    resident_idle_bytes: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -297,22 +336,77 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
         kinds.insert(0, Kind::Sdk);
     }
     let client = Client::new()?;
+    if options.runs("throughput") || options.runs("first-event") {
+        shared_server_phases(options, report, &client, &kinds, scratch).await?;
+    }
+    if options.runs("turn-cost") {
+        eprintln!("turn cost ...");
+        for &kind in &kinds {
+            let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
+            let costs = turn_costs(&client, &server, &options.turns).await?;
+            report.turn_cost.extend(costs);
+        }
+        phase_done(options, report, print_turn_cost)?;
+    }
+    if options.runs("memory") {
+        memory_phase(options, report, &client, &kinds, scratch).await?;
+    }
+    if options.runs("startup") {
+        eprintln!("start-up ...");
+        report.startup = startup_times(&client, scratch).await?;
+        phase_done(options, report, print_startup)?;
+    }
+    if options.runs("token-to-sse") {
+        eprintln!("token to SSE ...");
+        report.token_to_sse = Some(token_delays(&client, scratch).await?);
+        phase_done(options, report, print_streaming)?;
+    }
+    if options.runs("write-amplification") {
+        eprintln!("write amplification ...");
+        report.write_amplification = Some(write_amplification(&client, scratch).await?);
+        phase_done(options, report, print_write_amplification)?;
+    }
+    Ok(())
+}
+
+/// Throughput and the first SSE event, on one server of each kind.
+async fn shared_server_phases(
+    options: &Options,
+    report: &mut Report,
+    client: &Client,
+    kinds: &[Kind],
+    scratch: &Path,
+) -> anyhow::Result<()> {
     let mut servers = BTreeMap::new();
-    for &kind in &kinds {
+    for &kind in kinds {
         servers.insert(
             kind,
             Server::start(kind, scratch, Duration::from_secs(3600)).await?,
         );
     }
+    if options.runs("throughput") {
+        throughput_phase(options, report, client, &servers).await?;
+    }
+    if options.runs("first-event") {
+        first_event_phase(options, report, client, &servers).await?;
+    }
+    Ok(())
+}
 
+async fn throughput_phase(
+    options: &Options,
+    report: &mut Report,
+    client: &Client,
+    servers: &BTreeMap<Kind, Server>,
+) -> anyhow::Result<()> {
     eprintln!("throughput ...");
     let throughput = &mut report.throughput;
     for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
         for connections in CONNECTIONS {
             let mut rounds: BTreeMap<Kind, Vec<Load>> = BTreeMap::new();
             for _ in 0..options.rounds {
-                for (&kind, server) in &servers {
-                    let load = drive(&client, server, scenario, connections, options.seconds)
+                for (&kind, server) in servers {
+                    let load = drive(client, server, scenario, connections, options.seconds)
                         .await
                         .with_context(|| format!("{} {scenario:?} x{connections}", kind.label()))?;
                     rounds.entry(kind).or_default().push(load);
@@ -336,14 +430,21 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
         }
     }
 
-    phase_done(options, report, print_throughput)?;
+    phase_done(options, report, print_throughput)
+}
 
+async fn first_event_phase(
+    options: &Options,
+    report: &mut Report,
+    client: &Client,
+    servers: &BTreeMap<Kind, Server>,
+) -> anyhow::Result<()> {
     eprintln!("first SSE event ...");
     let first_event = &mut report.first_event;
-    for (&kind, server) in &servers {
+    for (&kind, server) in servers {
         let mut samples = Vec::new();
         for n in 0..200 {
-            samples.push(first_sse_event(&client, server, n).await?);
+            samples.push(first_sse_event(client, server, n).await?);
         }
         samples.sort_by(f64::total_cmp);
         first_event.push(FirstEvent {
@@ -352,22 +453,23 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
             p99_ms: percentile(&samples, 99.0),
         });
     }
-    drop(servers);
+    // Printed with the other streaming figures.
+    save(options, report)
+}
 
-    eprintln!("turn cost ...");
-    for &kind in &kinds {
-        let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
-        let costs = turn_costs(&client, &server, &options.turns).await?;
-        report.turn_cost.extend(costs);
-    }
-    phase_done(options, report, print_turn_cost)?;
-
+async fn memory_phase(
+    options: &Options,
+    report: &mut Report,
+    client: &Client,
+    kinds: &[Kind],
+    scratch: &Path,
+) -> anyhow::Result<()> {
     eprintln!("memory ...");
-    for &kind in &kinds {
+    for &kind in kinds {
         // The SDK once stopped answering here (idle, every request pending)
         // and held the whole run; a server that does so is reported, not
         // waited for.
-        let measured = memory_per_conversation(&client, kind, scratch, options.conversations);
+        let measured = memory_per_conversation(client, kind, scratch, options.conversations);
         match tokio::time::timeout(MEMORY_BUDGET, measured).await {
             Ok(memory) => report.memory.push(memory?),
             Err(_) => {
@@ -379,19 +481,7 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
             }
         }
     }
-    phase_done(options, report, print_memory)?;
-
-    eprintln!("start-up ...");
-    report.startup = startup_times(&client, scratch).await?;
-    phase_done(options, report, print_startup)?;
-
-    eprintln!("token to SSE ...");
-    report.token_to_sse = Some(token_delays(&client, scratch).await?);
-    phase_done(options, report, print_streaming)?;
-
-    eprintln!("write amplification ...");
-    report.write_amplification = Some(write_amplification(&client, scratch).await?);
-    phase_done(options, report, print_write_amplification)
+    phase_done(options, report, print_memory)
 }
 
 fn print_report(report: &Report) {
@@ -479,20 +569,30 @@ fn print_turn_cost(report: &Report) {
 
 /// Resident memory per conversation.
 fn print_memory(report: &Report) {
-    println!("\n| resident memory per conversation | worker running | parked |");
-    println!("| --- | --- | --- |");
+    println!(
+        "\n| resident memory per conversation | worker running | parked | \
+         process, a minute after going idle |"
+    );
+    println!("| --- | --- | --- | --- |");
+    let mib = |bytes: f64| bytes / (1024.0 * 1024.0);
     for memory in &report.memory {
+        let (parked, settled) = match (memory.parked_bytes, memory.resident_idle_bytes) {
+            (Some(parked), Some(idle)) => (
+                format!("{:.2} KB", parked / 1024.0),
+                format!(
+                    "{:.2}x its start ({:.0} MiB, was {:.0} MiB)",
+                    idle / memory.resident_before_bytes,
+                    mib(idle),
+                    mib(memory.resident_before_bytes)
+                ),
+            ),
+            _ => ("(keeps every task in memory)".to_owned(), String::new()),
+        };
         println!(
-            "| {} ({} conversations) | {:.1} KB | {} |",
+            "| {} ({} conversations) | {:.1} KB | {parked} | {settled} |",
             memory.server.label(),
             memory.conversations,
             memory.live_bytes / 1024.0,
-            memory
-                .parked_bytes
-                .map_or("(keeps every task in memory)".to_owned(), |bytes| format!(
-                    "{:.2} KB",
-                    bytes / 1024.0
-                )),
         );
     }
     for kind in &report.memory_unmeasured {
@@ -1036,7 +1136,7 @@ async fn memory_per_conversation(
         done??;
     }
     let live = (server.resident_bytes()? - before) / count as f64;
-    let parked = match kind {
+    let idle_resident = match kind {
         Kind::Sdk => None,
         Kind::Memory | Kind::Sqlite => {
             // Workers stop after the idle period; memory is given back
@@ -1051,14 +1151,16 @@ async fn memory_per_conversation(
                     break;
                 }
             }
-            Some(((lowest - before) / count as f64).max(0.0))
+            Some(lowest)
         }
     };
     Ok(Memory {
         server: kind,
         conversations: count,
         live_bytes: live,
-        parked_bytes: parked,
+        parked_bytes: idle_resident.map(|lowest| ((lowest - before) / count as f64).max(0.0)),
+        resident_before_bytes: before,
+        resident_idle_bytes: idle_resident,
     })
 }
 
