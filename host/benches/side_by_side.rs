@@ -296,14 +296,16 @@ struct TurnCost {
 struct Memory {
     server: Kind,
     conversations: usize,
-    /// Resident memory (RSS, from /proc) per conversation, worker running.
+    /// Resident memory (RSS, from /proc) per conversation, every worker
+    /// running (a server whose workers stay for an hour).
     live_bytes: f64,
     /// The same after the workers stopped (`None` for servers that keep
     /// every task in memory).
     parked_bytes: Option<f64>,
     /// The whole process's resident memory before the conversations were
     /// made, and the lowest it came back to within a minute after their
-    /// workers stopped (`None` as above).
+    /// workers stopped (`None` as above); measured on a second server whose
+    /// workers stop after 2 s.
     resident_before_bytes: f64,
     resident_idle_bytes: Option<f64>,
 }
@@ -1108,15 +1110,71 @@ async fn memory_per_conversation(
     scratch: &Path,
     count: usize,
 ) -> anyhow::Result<Memory> {
+    // Running: workers kept for an hour, so every one is alive when
+    // measured (making 50,000 conversations takes longer than any short
+    // idle period).
+    let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
+    let (server, before) = warmed_up(client, server, Duration::ZERO).await?;
+    let server = fill(client, server, count).await?;
+    let live = (server.resident_bytes()? - before) / count as f64;
+    drop(server);
     let idle = match kind {
-        Kind::Sdk => Duration::from_secs(3600),
-        Kind::Memory | Kind::Sqlite => Duration::from_secs(2),
+        Kind::Sdk => None,
+        Kind::Memory | Kind::Sqlite => {
+            Some(resident_after_idle(client, kind, scratch, count).await?)
+        }
     };
+    Ok(Memory {
+        server: kind,
+        conversations: count,
+        live_bytes: live,
+        parked_bytes: idle.map(|(before, lowest)| ((lowest - before) / count as f64).max(0.0)),
+        resident_before_bytes: idle.map_or(before, |(before, _)| before),
+        resident_idle_bytes: idle.map(|(_, lowest)| lowest),
+    })
+}
+
+/// A fresh server with workers that stop after 2 s: its resident memory
+/// before `count` conversations, and the lowest it comes back to within a
+/// minute (and a maintenance sweep) after their workers stopped.
+async fn resident_after_idle(
+    client: &Client,
+    kind: Kind,
+    scratch: &Path,
+    count: usize,
+) -> anyhow::Result<(f64, f64)> {
+    let idle = Duration::from_secs(2);
     let server = Server::start(kind, scratch, idle).await?;
-    // One conversation first, so what is allocated once is in the baseline.
+    let (server, before) = warmed_up(client, server, idle + Duration::from_secs(1)).await?;
+    let server = fill(client, server, count).await?;
+    let deadline = Instant::now() + idle + Duration::from_secs(75);
+    let mut lowest = f64::MAX;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = server.resident_bytes()?;
+        lowest = lowest.min(now);
+        if now <= before * 1.02 {
+            break;
+        }
+    }
+    Ok((before, lowest))
+}
+
+/// `server` after one conversation and `settle`, so what is allocated once
+/// is in the baseline; and its resident memory then.
+async fn warmed_up(
+    client: &Client,
+    server: Server,
+    settle: Duration,
+) -> anyhow::Result<(Server, f64)> {
     client.start_conversation(&server, "warm-up").await?;
-    tokio::time::sleep(idle + Duration::from_secs(1)).await;
+    tokio::time::sleep(settle).await;
     let before = server.resident_bytes()?;
+    Ok((server, before))
+}
+
+/// Start `count` conversations on `server`, 64 at a time.
+async fn fill(client: &Client, server: Server, count: usize) -> anyhow::Result<Server> {
     let lanes = 64.min(count);
     let mut tasks = tokio::task::JoinSet::new();
     let server = Arc::new(server);
@@ -1135,33 +1193,7 @@ async fn memory_per_conversation(
     while let Some(done) = tasks.join_next().await {
         done??;
     }
-    let live = (server.resident_bytes()? - before) / count as f64;
-    let idle_resident = match kind {
-        Kind::Sdk => None,
-        Kind::Memory | Kind::Sqlite => {
-            // Workers stop after the idle period; memory is given back
-            // within a maintenance period after that.
-            let deadline = Instant::now() + idle + Duration::from_secs(75);
-            let mut lowest = f64::MAX;
-            while Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let now = server.resident_bytes()?;
-                lowest = lowest.min(now);
-                if now <= before * 1.02 {
-                    break;
-                }
-            }
-            Some(lowest)
-        }
-    };
-    Ok(Memory {
-        server: kind,
-        conversations: count,
-        live_bytes: live,
-        parked_bytes: idle_resident.map(|lowest| ((lowest - before) / count as f64).max(0.0)),
-        resident_before_bytes: before,
-        resident_idle_bytes: idle_resident,
-    })
+    Arc::into_inner(server).context("the fill tasks are done")
 }
 
 // --- Write amplification -------------------------------------------------------------------
