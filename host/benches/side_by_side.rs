@@ -172,6 +172,8 @@ impl Options {
     }
 
     fn runs(&self, phase: &str) -> bool {
+        // A misspelt phase here would be skipped silently, whatever --only says.
+        assert!(PHASES.contains(&phase), "{phase} is not one of PHASES");
         self.only.is_empty() || self.only.iter().any(|wanted| wanted == phase)
     }
 }

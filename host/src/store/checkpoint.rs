@@ -20,7 +20,7 @@
 //! timeout) so that the WAL starts over, and `journal_size_limit` then cuts
 //! the file back.
 
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ const GATHER: Duration = Duration::from_millis(100);
 /// The WAL size (in pages) above which a checkpoint waits for readers so
 /// that the WAL can start over: 16,384 pages, 64 MiB at SQLite's default
 /// page size.
-pub(super) const MAX_WAL_PAGES: i64 = 16_384;
+const MAX_WAL_PAGES: i64 = 16_384;
 
 /// What the writer holds: tells the checkpointer that something committed.
 /// Dropping it (the writer stopping) stops the checkpointer after a last
@@ -43,9 +43,9 @@ impl Nudge {
     /// After a commit. Never blocks: one pending nudge covers any number of
     /// commits.
     pub(super) fn committed(&self) {
-        match self.0.try_send(()) {
-            Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
-        }
+        // Full: a nudge is pending already. Disconnected: the checkpointer
+        // is gone, and the WAL keeps every commit until a checkpoint.
+        let _ = self.0.try_send(());
     }
 }
 
@@ -81,12 +81,11 @@ fn checkpoint(connection: &Connection, mode: Mode) -> Mode {
         Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
         Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
     };
-    // (busy, pages in the WAL, pages copied); -1 pages when not in WAL mode.
-    let outcome = connection.query_row(sql, [], |row| {
-        Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
-    });
-    match outcome {
-        Ok((_, pages)) if pages > MAX_WAL_PAGES => {
+    // The row is (busy, pages in the WAL, pages copied); -1 pages when not
+    // in WAL mode.
+    let pages = connection.query_row(sql, [], |row| row.get::<_, i64>(1));
+    match pages {
+        Ok(pages) if pages > MAX_WAL_PAGES => {
             tracing::warn!(
                 pages,
                 "the task store's WAL is large; the next checkpoint waits for readers"
