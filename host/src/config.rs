@@ -63,6 +63,7 @@
 //! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
 //! synchronous = "normal"           # normal | full (fsync every commit)
 //! idle_timeout_secs = 300          # a parked task leaves memory after this
+//! max_wal_mib = 64                 # the write-ahead log starts over past this
 //! # retain_terminal_days = 30      # default: keep finished tasks forever
 //!
 //! [push]
@@ -129,7 +130,7 @@ use crate::model::settings::ModelSettings;
 use crate::outbound::ExtraRoots;
 use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
-use crate::store::{StoreError, StoreLocation, StoreOptions, Synchronous};
+use crate::store::{SqliteOptions, StoreError, StoreLocation, StoreOptions, Synchronous};
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 use crate::tools::ToolSourceSettings;
 use crate::tools::delegate::settings::DelegateConfig;
@@ -286,6 +287,9 @@ pub struct StoreConfig {
     pub synchronous: Synchronous,
     /// Seconds a task's actor with nothing to do stays in memory. Default 300.
     pub idle_timeout_secs: u64,
+    /// MiB the SQLite write-ahead log may hold before a checkpoint makes it start over (and
+    /// the size its file is cut back to). Default 64, at least 1.
+    pub max_wal_mib: u32,
     /// Days a finished (completed, failed, canceled, rejected) task is kept after it ended.
     /// Default: forever.
     pub retain_terminal_days: Option<u32>,
@@ -546,6 +550,7 @@ impl Default for StoreConfig {
             path: None,
             synchronous: Synchronous::Normal,
             idle_timeout_secs: 300,
+            max_wal_mib: 64,
             retain_terminal_days: None,
         }
     }
@@ -759,7 +764,10 @@ impl Config {
         };
         StoreOptions {
             location,
-            synchronous: self.store.synchronous,
+            sqlite: SqliteOptions {
+                synchronous: self.store.synchronous,
+                max_wal_bytes: u64::from(self.store.max_wal_mib) << 20,
+            },
         }
     }
 
@@ -770,7 +778,8 @@ impl Config {
         match &options.location {
             StoreLocation::File(path) => tracing::info!(
                 path = %path.display(),
-                synchronous = ?options.synchronous,
+                synchronous = ?options.sqlite.synchronous,
+                max_wal_bytes = options.sqlite.max_wal_bytes,
                 "task store"
             ),
             StoreLocation::Memory => {
@@ -930,6 +939,9 @@ impl StoreConfig {
         }
         if self.idle_timeout_secs == 0 {
             return Err(invalid("store.idle_timeout_secs", "must be at least 1"));
+        }
+        if self.max_wal_mib == 0 {
+            return Err(invalid("store.max_wal_mib", "must be at least 1"));
         }
         Ok(())
     }
@@ -1413,13 +1425,17 @@ mod tests {
             config.store_options().location,
             StoreLocation::File(PathBuf::from(DEFAULT_STORE_FILE))
         );
-        assert_eq!(config.store_options().synchronous, Synchronous::Normal);
+        assert_eq!(
+            config.store_options().sqlite,
+            SqliteOptions::new(Synchronous::Normal)
+        );
         assert_eq!(config.store.retention(), None);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("th.toml");
         std::fs::write(
             &path,
-            "[store]\npath = \"data/t.db\"\nsynchronous = \"full\"\nretain_terminal_days = 2\n",
+            "[store]\npath = \"data/t.db\"\nsynchronous = \"full\"\nretain_terminal_days = 2\n\
+             max_wal_mib = 8\n",
         )
         .expect("write");
         let config = Config::load(Some(&path)).expect("valid");
@@ -1428,7 +1444,13 @@ mod tests {
             options.location,
             StoreLocation::File(dir.path().join("data/t.db"))
         );
-        assert_eq!(options.synchronous, Synchronous::Full);
+        assert_eq!(
+            options.sqlite,
+            SqliteOptions {
+                synchronous: Synchronous::Full,
+                max_wal_bytes: 8 << 20,
+            }
+        );
         assert_eq!(
             config.store.retention(),
             Some(Duration::from_secs(2 * 86_400))
@@ -1438,6 +1460,7 @@ mod tests {
         for (text, key) in [
             ("[store]\nsynchronous = \"off\"", "synchronous"),
             ("[store]\nidle_timeout_secs = 0", "store.idle_timeout_secs"),
+            ("[store]\nmax_wal_mib = 0", "store.max_wal_mib"),
             ("[store]\npath = \"\"", "store.path"),
             ("[push]\nmax_attempts = 0", "push.max_attempts"),
             ("[push]\nallow_privat = true", "allow_privat"),

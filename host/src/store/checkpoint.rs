@@ -15,7 +15,7 @@
 //!
 //! The bound: readers pinning old snapshots can stop a passive checkpoint from
 //! catching up, so the WAL could grow under sustained load. Once it holds more
-//! than [`MAX_WAL_PAGES`] after a checkpoint, the next one is a RESTART, which
+//! than its bound (`[store] max_wal_mib`) after a checkpoint, the next one is a RESTART, which
 //! waits for those readers (new writes wait meanwhile, up to the busy
 //! timeout) so that the WAL starts over, and `journal_size_limit` then cuts
 //! the file back.
@@ -28,11 +28,6 @@ use rusqlite::Connection;
 
 /// How long the checkpointer gathers commits before it copies them.
 const GATHER: Duration = Duration::from_millis(100);
-
-/// The WAL size (in pages) above which a checkpoint waits for readers so
-/// that the WAL can start over: 16,384 pages, 64 MiB at SQLite's default
-/// page size.
-const MAX_WAL_PAGES: i64 = 16_384;
 
 /// What the writer holds: tells the checkpointer that something committed.
 /// Dropping it (the writer stopping) stops the checkpointer after a last
@@ -50,23 +45,25 @@ impl Nudge {
 }
 
 /// Start the checkpointer on `connection` (a read-write connection of its
-/// own); the writer calls [`Nudge::committed`] after each commit.
-pub(super) fn spawn(connection: Connection) -> std::io::Result<Nudge> {
+/// own); the writer calls [`Nudge::committed`] after each commit. Once the
+/// WAL holds more than `max_wal_pages`, the next checkpoint makes it start
+/// over.
+pub(super) fn spawn(connection: Connection, max_wal_pages: i64) -> std::io::Result<Nudge> {
     let (nudge, nudged) = mpsc::sync_channel(1);
     thread::Builder::new()
         .name("task-store-checkpoints".into())
-        .spawn(move || run(&connection, &nudged))?;
+        .spawn(move || run(&connection, max_wal_pages, &nudged))?;
     Ok(Nudge(nudge))
 }
 
-fn run(connection: &Connection, nudged: &Receiver<()>) {
+fn run(connection: &Connection, max_wal_pages: i64, nudged: &Receiver<()>) {
     let mut mode = Mode::Passive;
     while nudged.recv().is_ok() {
         thread::sleep(GATHER);
         while nudged.try_recv().is_ok() {}
-        mode = checkpoint(connection, mode);
+        mode = checkpoint(connection, mode, max_wal_pages);
     }
-    checkpoint(connection, Mode::Passive);
+    checkpoint(connection, Mode::Passive, max_wal_pages);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +73,7 @@ enum Mode {
 }
 
 /// Run one checkpoint; returns the mode for the next one.
-fn checkpoint(connection: &Connection, mode: Mode) -> Mode {
+fn checkpoint(connection: &Connection, mode: Mode, max_wal_pages: i64) -> Mode {
     let sql = match mode {
         Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
         Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
@@ -85,7 +82,7 @@ fn checkpoint(connection: &Connection, mode: Mode) -> Mode {
     // in WAL mode.
     let pages = connection.query_row(sql, [], |row| row.get::<_, i64>(1));
     match pages {
-        Ok(pages) if pages > MAX_WAL_PAGES => {
+        Ok(pages) if pages > max_wal_pages => {
             tracing::warn!(
                 pages,
                 "the task store's WAL is large; the next checkpoint waits for readers"
@@ -124,7 +121,8 @@ mod tests {
             )
             .expect("set up");
         // More pages than the bound, in one transaction.
-        let rows = MAX_WAL_PAGES + 100;
+        let max_wal_pages = 256;
+        let rows = max_wal_pages + 100;
         writer
             .execute(
                 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
@@ -133,13 +131,22 @@ mod tests {
             )
             .expect("fills");
         let checkpoints = Connection::open(&path).expect("opens");
-        assert_eq!(checkpoint(&checkpoints, Mode::Passive), Mode::Restart);
-        assert_eq!(checkpoint(&checkpoints, Mode::Restart), Mode::Restart);
+        assert_eq!(
+            checkpoint(&checkpoints, Mode::Passive, max_wal_pages),
+            Mode::Restart
+        );
+        assert_eq!(
+            checkpoint(&checkpoints, Mode::Restart, max_wal_pages),
+            Mode::Restart
+        );
         // The WAL starts over with the next write, from its first page.
         writer
             .execute("INSERT INTO t VALUES (x'00')", [])
             .expect("writes");
         assert!(wal_pages(&checkpoints) < 10, "{}", wal_pages(&checkpoints));
-        assert_eq!(checkpoint(&checkpoints, Mode::Restart), Mode::Passive);
+        assert_eq!(
+            checkpoint(&checkpoints, Mode::Restart, max_wal_pages),
+            Mode::Passive
+        );
     }
 }

@@ -37,7 +37,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use memory::MemoryStore;
-pub use sqlite::{SqliteStore, Synchronous};
+pub use sqlite::{DEFAULT_MAX_WAL_BYTES, SqliteOptions, SqliteStore, Synchronous};
 
 /// What every store operation returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -72,14 +72,18 @@ pub enum StoreLocation {
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
     pub location: StoreLocation,
-    pub synchronous: Synchronous,
+    /// For a SQLite file.
+    pub sqlite: SqliteOptions,
 }
 
 /// Open the configured store.
 pub fn open(options: &StoreOptions) -> Result<Arc<dyn TaskStore>, StoreError> {
     match &options.location {
         StoreLocation::Memory => Ok(Arc::new(MemoryStore::new())),
-        StoreLocation::File(path) => Ok(Arc::new(SqliteStore::open(path, options.synchronous)?)),
+        StoreLocation::File(path) => Ok(Arc::new(SqliteStore::open_with_options(
+            path,
+            options.sqlite,
+        )?)),
     }
 }
 

@@ -23,11 +23,16 @@
 //! * 1 -> 2: `push_configs.delivered_seq`, set to each task's latest event
 //!   (what a version 1 database delivered is not known; resending a whole
 //!   history would be worse than missing what was in flight).
+//! * 2 -> 3: `messages_first` replaces `messages_by_id`. A resent first
+//!   message is looked up by id among first messages only (a resend to an
+//!   existing task goes through the `(task_id, message_id)` key), so an
+//!   index of every message's id was one more B-tree written per message
+//!   for lookups that only ever wanted position 0.
 
 use rusqlite::Connection;
 
 /// The schema version this build writes.
-pub(super) const VERSION: i64 = 2;
+pub(super) const VERSION: i64 = 3;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -71,7 +76,7 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (task_id, position),
     UNIQUE (task_id, message_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS messages_by_id ON messages (message_id);
+CREATE INDEX IF NOT EXISTS messages_first ON messages (message_id) WHERE position = 0;
 
 CREATE TABLE IF NOT EXISTS artifacts (
     task_id  TEXT NOT NULL,
@@ -105,6 +110,12 @@ UPDATE push_configs SET delivered_seq = (
 );
 ";
 
+/// Version 2 to 3: only first messages are looked up by id alone.
+const FIRST_MESSAGES: &str = "
+DROP INDEX IF EXISTS messages_by_id;
+CREATE INDEX IF NOT EXISTS messages_first ON messages (message_id) WHERE position = 0;
+";
+
 /// Create the tables in a new database, upgrade an older one; refuse a
 /// database from a newer version.
 pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
@@ -120,8 +131,9 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
     // A fresh database gets the current tables at once; an older one is
     // upgraded step by step, all in one transaction.
     let steps = match found {
-        0 => TABLES,
-        1 => DELIVERY_CURSORS,
+        0 => TABLES.to_owned(),
+        1 => format!("{DELIVERY_CURSORS} {FIRST_MESSAGES}"),
+        2 => FIRST_MESSAGES.to_owned(),
         _ => return Ok(()),
     };
     connection

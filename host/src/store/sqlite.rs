@@ -54,9 +54,27 @@ const MAX_BATCH: usize = 512;
 /// reads queues for these rather than opening more.
 const READERS: usize = 4;
 
-/// The size the WAL file is cut back to when it starts over (it may grow past
-/// it between checkpoints): 64 MiB.
-const WAL_FILE_LIMIT: u64 = 64 << 20;
+/// The WAL's bound unless configured (`[store] max_wal_mib`): 64 MiB.
+pub const DEFAULT_MAX_WAL_BYTES: u64 = 64 << 20;
+
+/// How to open a SQLite store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    pub synchronous: Synchronous,
+    /// Once the WAL holds more than this, the next checkpoint waits for the
+    /// readers of older pages so that it can start over, and its file is
+    /// cut back to this size. It can grow past it between checkpoints.
+    pub max_wal_bytes: u64,
+}
+
+impl SqliteOptions {
+    pub fn new(synchronous: Synchronous) -> Self {
+        SqliteOptions {
+            synchronous,
+            max_wal_bytes: DEFAULT_MAX_WAL_BYTES,
+        }
+    }
+}
 
 /// What a commit waits for (SQLite's `synchronous` pragma in WAL mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -89,9 +107,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Open (creating if needed) the database at `path`.
+    /// Open (creating if needed) the database at `path`, its WAL bounded
+    /// at [`DEFAULT_MAX_WAL_BYTES`].
     pub fn open(path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
-        Self::open_with(path, synchronous, "")
+        Self::open_with_options(path, SqliteOptions::new(synchronous))
+    }
+
+    /// Open (creating if needed) the database at `path`.
+    pub fn open_with_options(path: &Path, options: SqliteOptions) -> Result<Self, StoreError> {
+        Self::open_with(path, options, "")
     }
 
     /// A store whose writer connection runs `pragmas` after opening: tests
@@ -99,10 +123,10 @@ impl SqliteStore {
     /// (`query_only`) with the same errors SQLite reports for the real thing.
     #[cfg(test)]
     pub(super) fn open_with_pragmas(path: &Path, pragmas: &str) -> Result<Self, StoreError> {
-        Self::open_with(path, Synchronous::Normal, pragmas)
+        Self::open_with(path, SqliteOptions::new(Synchronous::Normal), pragmas)
     }
 
-    fn open_with(path: &Path, synchronous: Synchronous, pragmas: &str) -> Result<Self, StoreError> {
+    fn open_with(path: &Path, options: SqliteOptions, pragmas: &str) -> Result<Self, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|error| {
                 StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
@@ -115,13 +139,16 @@ impl SqliteStore {
                 path.display()
             ))
         };
-        let connection = open_writer(path, synchronous).map_err(|e| opening(e.to_string()))?;
+        let connection = open_writer(path, options).map_err(|e| opening(e.to_string()))?;
         schema::migrate(&connection).map_err(opening)?;
         connection
             .execute_batch(pragmas)
             .map_err(|e| opening(e.to_string()))?;
         let checkpoints = open_checkpointer(path).map_err(|e| opening(e.to_string()))?;
-        let checkpoints = checkpoint::spawn(checkpoints).map_err(|e| opening(e.to_string()))?;
+        let max_wal_pages =
+            wal_pages(&connection, options.max_wal_bytes).map_err(|e| opening(e.to_string()))?;
+        let checkpoints =
+            checkpoint::spawn(checkpoints, max_wal_pages).map_err(|e| opening(e.to_string()))?;
         let writer = Writer::new(connection, checkpoints).map_err(|e| opening(e.to_string()))?;
         let (jobs, queue) = mpsc::channel();
         thread::Builder::new()
@@ -173,6 +200,12 @@ impl SqliteStore {
 fn writer_gone() -> StoreError {
     StoreError::Unavailable("the store's writer has stopped".into())
 }
+
+/// The task `?2` created whose first message has id `?1` (`position = 0`
+/// lets SQLite use the `messages_first` index).
+pub(super) const STARTED_BY: &str =
+    "SELECT m.task_id FROM messages m JOIN tasks t ON t.id = m.task_id
+     WHERE m.message_id = ?1 AND m.position = 0 AND t.created_by = ?2 LIMIT 1";
 
 impl TaskStore for SqliteStore {
     fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()> {
@@ -262,10 +295,7 @@ impl TaskStore for SqliteStore {
                 created_by,
                 message_id,
             } => connection
-                .prepare_cached(
-                    "SELECT m.task_id FROM messages m JOIN tasks t ON t.id = m.task_id
-                     WHERE m.message_id = ?1 AND m.position = 0 AND t.created_by = ?2 LIMIT 1",
-                )?
+                .prepare_cached(STARTED_BY)?
                 .query_row([&message_id, &created_by], |row| row.get(0))
                 .optional(),
         })
@@ -358,7 +388,7 @@ impl TaskStore for SqliteStore {
 
 // --- Connections -----------------------------------------------------------------------------
 
-fn open_writer(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Connection> {
+fn open_writer(path: &Path, options: SqliteOptions) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -368,14 +398,24 @@ fn open_writer(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Connec
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(%mode, path = %path.display(), "the task store could not switch to WAL mode");
     }
-    connection.execute_batch(&format!("PRAGMA synchronous = {};", synchronous.pragma()))?;
+    connection.execute_batch(&format!(
+        "PRAGMA synchronous = {};",
+        options.synchronous.pragma()
+    ))?;
     // The checkpointer copies the WAL back, not the writer; once the WAL
     // starts over its file is cut back to this size.
     connection.execute_batch(&format!(
         "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {};",
-        WAL_FILE_LIMIT
+        options.max_wal_bytes
     ))?;
     Ok(connection)
+}
+
+/// `max_wal_bytes` in the database's pages (at least one).
+fn wal_pages(connection: &Connection, max_wal_bytes: u64) -> rusqlite::Result<i64> {
+    let page_size: i64 = connection.query_row("PRAGMA page_size", [], |row| row.get(0))?;
+    let pages = max_wal_bytes / u64::try_from(page_size).unwrap_or(1).max(1);
+    Ok(i64::try_from(pages).unwrap_or(i64::MAX).max(1))
 }
 
 /// The checkpointer's connection: it writes only the database file, from the WAL.
@@ -981,7 +1021,8 @@ mod tests {
     use crate::store::tests::create;
 
     fn migrated(dir: &Path) -> Connection {
-        let connection = open_writer(&dir.join("t.db"), Synchronous::Normal).expect("opens");
+        let connection =
+            open_writer(&dir.join("t.db"), SqliteOptions::new(Synchronous::Normal)).expect("opens");
         schema::migrate(&connection).expect("migrates");
         connection
     }
@@ -997,7 +1038,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let connection = migrated(dir.path());
         let checkpoints = open_checkpointer(&dir.path().join("t.db")).expect("opens");
-        let checkpoints = checkpoint::spawn(checkpoints).expect("spawns");
+        let checkpoints = checkpoint::spawn(checkpoints, 16_384).expect("spawns");
         let mut writer = Writer::new(connection, checkpoints).expect("writer");
         let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
         // The same task created again: a conflict, in the middle of the batch.
@@ -1032,12 +1073,28 @@ mod tests {
             .unwrap_or(0)
     }
 
+    #[test]
+    fn the_wal_bound_is_the_writers_file_limit_and_the_checkpointers_page_count() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            max_wal_bytes: 1 << 20,
+        };
+        let writer = open_writer(&dir.path().join("t.db"), options).expect("opens");
+        let limit: i64 = writer
+            .query_row("PRAGMA journal_size_limit", [], |row| row.get(0))
+            .expect("reads");
+        assert_eq!(limit, 1 << 20);
+        assert_eq!(wal_pages(&writer, 1 << 20).expect("reads"), 256);
+        assert_eq!(wal_pages(&writer, 1).expect("reads"), 1, "at least a page");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn commits_reach_the_database_file_by_the_checkpointer_not_the_writer() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.db");
         let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
-        let writer_checkpoints: i64 = open_writer(&path, Synchronous::Normal)
+        let writer_checkpoints: i64 = open_writer(&path, SqliteOptions::new(Synchronous::Normal))
             .expect("opens")
             .query_row("PRAGMA wal_autocheckpoint", [], |row| row.get(0))
             .expect("reads");

@@ -440,6 +440,8 @@ async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
         .expect("opens")
         .execute_batch(
             "ALTER TABLE push_configs DROP COLUMN delivered_seq;
+             DROP INDEX messages_first;
+             CREATE INDEX messages_by_id ON messages (message_id);
              INSERT INTO task_log VALUES ('t', 0, 1, 'created', '{}', NULL, NULL);
              INSERT INTO task_log VALUES ('t', 1, 1, 'status', '{}', 7, '{}');
              INSERT INTO push_configs VALUES ('t', 'c', '{}');
@@ -458,9 +460,83 @@ async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
     cursors.sort();
     assert_eq!(cursors, [("quiet".to_owned(), 0), ("t".to_owned(), 7)]);
     drop(store);
+    assert_eq!(message_indexes(&path), ["messages_first"]);
     // Opening again finds the current version and changes nothing.
     let again = SqliteStore::open(&path, Synchronous::Normal).expect("reopens");
     assert_eq!(again.push_configs().await.expect("reads").len(), 2);
+}
+
+#[tokio::test]
+async fn a_version_2_database_indexes_only_first_messages_by_id_and_still_finds_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v2.db");
+    {
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("commit");
+    }
+    // Version 2 indexed every message's id.
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch(
+            "DROP INDEX messages_first;
+             CREATE INDEX messages_by_id ON messages (message_id);
+             PRAGMA user_version = 2;",
+        )
+        .expect("version 2 written");
+    assert_eq!(message_indexes(&path), ["messages_by_id"]);
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
+    let found = store
+        .find_message(MessageLookup::Started {
+            created_by: "alice".into(),
+            message_id: "m1".into(),
+        })
+        .await
+        .expect("reads");
+    assert_eq!(found.as_deref(), Some("t1"));
+    drop(store);
+    assert_eq!(message_indexes(&path), ["messages_first"]);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .expect("opens")
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("reads");
+    assert_eq!(version, 3);
+}
+
+#[tokio::test]
+async fn a_resent_first_message_is_found_through_the_first_message_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    drop(SqliteStore::open(&path, Synchronous::Normal).expect("opens"));
+    let connection = rusqlite::Connection::open(&path).expect("opens");
+    let plan: Vec<String> = connection
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", sqlite::STARTED_BY))
+        .expect("prepares")
+        .query_map(["m1", "alice"], |row| row.get::<_, String>(3))
+        .expect("plans")
+        .collect::<Result<_, _>>()
+        .expect("reads");
+    assert!(
+        plan.iter().any(|step| step.contains("messages_first")),
+        "the lookup does not use messages_first: {plan:?}"
+    );
+}
+
+/// The indexes SQLite keeps on `messages`, besides its keys.
+fn message_indexes(path: &std::path::Path) -> Vec<String> {
+    rusqlite::Connection::open(path)
+        .expect("opens")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'
+             AND sql IS NOT NULL ORDER BY name",
+        )
+        .expect("prepares")
+        .query_map([], |row| row.get(0))
+        .expect("lists")
+        .collect::<Result<_, _>>()
+        .expect("reads")
 }
 
 #[tokio::test]
