@@ -213,6 +213,25 @@ async fn every_turn_records_its_trace_and_model_turns_their_usage() {
     assert_eq!(trace["steps"][1]["source"], "builtin.wasm");
 }
 
+/// A waiting actor keeps its status message as text (`PackedStatus`) and
+/// reads it back when it wakes: a resend, answered from the actor's record,
+/// gets the reply and its trace as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_task_answers_a_resend_with_its_last_reply_and_trace_intact() {
+    let service = service();
+    let task = start(&service, "alice", "hello").await;
+    let request = say(Some(&task.id), "and again");
+    let first = send(&service, "alice", request.clone())
+        .await
+        .expect("turn");
+    let again = send(&service, "alice", request).await.expect("resend");
+    let reply = again.status.message.as_ref().expect("the reply");
+    assert_eq!(again.status.message, first.status.message);
+    let usage = &reply.metadata["trace"]["usage"];
+    assert!(usage["input_tokens"].as_u64() > Some(0), "{reply:?}");
+    assert_eq!(again.status.state, TaskState::InputRequired);
+}
+
 /// A model that calls the tool `noop` every time it is asked.
 struct AlwaysCalls {
     requests: Mutex<Vec<ModelRequest>>,
