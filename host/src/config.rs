@@ -130,7 +130,9 @@ use crate::model::settings::ModelSettings;
 use crate::outbound::ExtraRoots;
 use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
-use crate::store::{SqliteOptions, StoreError, StoreLocation, StoreOptions, Synchronous};
+use crate::store::{
+    DEFAULT_MAX_WAL_MIB, SqliteOptions, StoreError, StoreLocation, StoreOptions, Synchronous,
+};
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 use crate::tools::ToolSourceSettings;
 use crate::tools::delegate::settings::DelegateConfig;
@@ -550,7 +552,7 @@ impl Default for StoreConfig {
             path: None,
             synchronous: Synchronous::Normal,
             idle_timeout_secs: 300,
-            max_wal_mib: 64,
+            max_wal_mib: DEFAULT_MAX_WAL_MIB,
             retain_terminal_days: None,
         }
     }
@@ -764,10 +766,7 @@ impl Config {
         };
         StoreOptions {
             location,
-            sqlite: SqliteOptions {
-                synchronous: self.store.synchronous,
-                max_wal_bytes: u64::from(self.store.max_wal_mib) << 20,
-            },
+            sqlite: SqliteOptions::bounded(self.store.synchronous, self.store.max_wal_mib),
         }
     }
 

@@ -37,7 +37,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use memory::MemoryStore;
-pub use sqlite::{DEFAULT_MAX_WAL_BYTES, SqliteOptions, SqliteStore, Synchronous};
+pub use sqlite::{DEFAULT_MAX_WAL_MIB, SqliteOptions, SqliteStore, Synchronous};
 
 /// What every store operation returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

@@ -54,8 +54,8 @@ const MAX_BATCH: usize = 512;
 /// reads queues for these rather than opening more.
 const READERS: usize = 4;
 
-/// The WAL's bound unless configured (`[store] max_wal_mib`): 64 MiB.
-pub const DEFAULT_MAX_WAL_BYTES: u64 = 64 << 20;
+/// The WAL's bound in MiB unless configured (`[store] max_wal_mib`).
+pub const DEFAULT_MAX_WAL_MIB: u32 = 64;
 
 /// How to open a SQLite store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,10 +68,16 @@ pub struct SqliteOptions {
 }
 
 impl SqliteOptions {
+    /// With the WAL bounded at [`DEFAULT_MAX_WAL_MIB`].
     pub fn new(synchronous: Synchronous) -> Self {
+        Self::bounded(synchronous, DEFAULT_MAX_WAL_MIB)
+    }
+
+    /// With the WAL bounded at `max_wal_mib` MiB.
+    pub fn bounded(synchronous: Synchronous, max_wal_mib: u32) -> Self {
         SqliteOptions {
             synchronous,
-            max_wal_bytes: DEFAULT_MAX_WAL_BYTES,
+            max_wal_bytes: u64::from(max_wal_mib) << 20,
         }
     }
 }
@@ -108,7 +114,7 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Open (creating if needed) the database at `path`, its WAL bounded
-    /// at [`DEFAULT_MAX_WAL_BYTES`].
+    /// at [`DEFAULT_MAX_WAL_MIB`].
     pub fn open(path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
         Self::open_with_options(path, SqliteOptions::new(synchronous))
     }
