@@ -13,13 +13,26 @@
 //! the writer starts the WAL over once everything in it is copied. Gathering
 //! also means a page that many commits changed is copied once.
 //!
-//! The bound: readers pinning old snapshots can stop a passive checkpoint from
+//! Starting over: a write transaction starts the WAL from its first frame
+//! only if every frame in it has been copied. Under writes that never pause
+//! that is never so after a checkpoint on this thread, because the writer
+//! commits more while it copies: the WAL grew to its bound every second or
+//! two under load, and the RESTART below then stalled every write for up to
+//! 100 ms. So when a checkpoint here has copied all it saw, it asks the
+//! writer to finish the job ([`Nudge::take_catch_up`]): between two
+//! batches, with no other writer, the writer copies the few commits made
+//! since ([`catch_up`]), and its next transaction starts the WAL over: its
+//! file is rewritten in place rather than grown.
+//!
+//! The bound: readers pinning old snapshots can still stop a checkpoint from
 //! catching up, so the WAL could grow under sustained load. Once it holds more
 //! than its bound (`[store] max_wal_mib`) after a checkpoint, the next one is a RESTART, which
 //! waits for those readers (new writes wait meanwhile, up to the busy
 //! timeout) so that the WAL starts over, and `journal_size_limit` then cuts
 //! the file back.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
@@ -29,10 +42,13 @@ use rusqlite::Connection;
 /// How long the checkpointer gathers commits before it copies them.
 const GATHER: Duration = Duration::from_millis(100);
 
-/// What the writer holds: tells the checkpointer that something committed.
-/// Dropping it (the writer stopping) stops the checkpointer after a last
-/// checkpoint.
-pub(super) struct Nudge(SyncSender<()>);
+/// What the writer holds: tells the checkpointer that something committed,
+/// and learns when to catch up. Dropping it (the writer stopping) stops the
+/// checkpointer after a last checkpoint.
+pub(super) struct Nudge {
+    nudges: SyncSender<()>,
+    catch_up: Arc<AtomicBool>,
+}
 
 impl Nudge {
     /// After a commit. Never blocks: one pending nudge covers any number of
@@ -40,7 +56,26 @@ impl Nudge {
     pub(super) fn committed(&self) {
         // Full: a nudge is pending already. Disconnected: the checkpointer
         // is gone, and the WAL keeps every commit until a checkpoint.
-        let _ = self.0.try_send(());
+        let _ = self.nudges.try_send(());
+    }
+
+    /// Whether the checkpointer copied everything it saw since the writer
+    /// last asked, so the writer should [`catch_up`].
+    pub(super) fn take_catch_up(&self) -> bool {
+        // Read first: the swap, a write, is only paid when it is set.
+        self.catch_up.load(Ordering::Relaxed) && self.catch_up.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// The writer's part, between two batches, on its own connection: copy the
+/// commits made since the checkpointer last caught up, so that the next
+/// write transaction starts the WAL over. Only a few milliseconds of
+/// commits, and the writer is the only writer: it never waits.
+pub(super) fn catch_up(writer: &Connection) {
+    // Readers still on older frames can stop it from copying everything;
+    // then the WAL goes on, and a later round tries again.
+    if let Err(error) = writer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::warn!(%error, "the task store's writer could not catch up with its WAL");
     }
 }
 
@@ -49,19 +84,25 @@ impl Nudge {
 /// WAL holds more than `max_wal_pages`, the next checkpoint makes it start
 /// over.
 pub(super) fn spawn(connection: Connection, max_wal_pages: i64) -> std::io::Result<Nudge> {
-    let (nudge, nudged) = mpsc::sync_channel(1);
+    let (nudges, nudged) = mpsc::sync_channel(1);
+    let catch_up = Arc::new(AtomicBool::new(false));
+    let caught_up = Arc::clone(&catch_up);
     thread::Builder::new()
         .name("task-store-checkpoints".into())
-        .spawn(move || run(&connection, max_wal_pages, &nudged))?;
-    Ok(Nudge(nudge))
+        .spawn(move || run(&connection, max_wal_pages, &nudged, &caught_up))?;
+    Ok(Nudge { nudges, catch_up })
 }
 
-fn run(connection: &Connection, max_wal_pages: i64, nudged: &Receiver<()>) {
+fn run(connection: &Connection, max_wal_pages: i64, nudged: &Receiver<()>, catch_up: &AtomicBool) {
     let mut mode = Mode::Passive;
     while nudged.recv().is_ok() {
         thread::sleep(GATHER);
         while nudged.try_recv().is_ok() {}
-        mode = checkpoint(connection, mode, max_wal_pages);
+        let done = checkpoint(connection, mode, max_wal_pages);
+        if done.copied_all {
+            catch_up.store(true, Ordering::Relaxed);
+        }
+        mode = done.next;
     }
     checkpoint(connection, Mode::Passive, max_wal_pages);
 }
@@ -72,28 +113,49 @@ enum Mode {
     Restart,
 }
 
-/// Run one checkpoint; returns the mode for the next one.
-fn checkpoint(connection: &Connection, mode: Mode, max_wal_pages: i64) -> Mode {
+/// What a checkpoint did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Done {
+    /// The mode of the next checkpoint.
+    next: Mode,
+    /// It copied every page the WAL held when it began.
+    copied_all: bool,
+}
+
+/// Run one checkpoint.
+fn checkpoint(connection: &Connection, mode: Mode, max_wal_pages: i64) -> Done {
     let sql = match mode {
         Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
         Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
     };
     // The row is (busy, pages in the WAL, pages copied); -1 pages when not
     // in WAL mode.
-    let pages = connection.query_row(sql, [], |row| row.get::<_, i64>(1));
+    let pages = connection.query_row(sql, [], |row| {
+        Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+    });
     match pages {
-        Ok(pages) if pages > max_wal_pages => {
-            tracing::warn!(
-                pages,
-                "the task store's WAL is large; the next checkpoint waits for readers"
-            );
-            Mode::Restart
+        Ok((pages, copied)) => {
+            let next = if pages > max_wal_pages {
+                tracing::warn!(
+                    pages,
+                    "the task store's WAL is large; the next checkpoint waits for readers"
+                );
+                Mode::Restart
+            } else {
+                Mode::Passive
+            };
+            Done {
+                next,
+                copied_all: pages > 0 && copied == pages,
+            }
         }
-        Ok(_) => Mode::Passive,
         // The WAL still holds everything; a later checkpoint copies it.
         Err(error) => {
             tracing::warn!(%error, "a checkpoint of the task store failed");
-            mode
+            Done {
+                next: mode,
+                copied_all: false,
+            }
         }
     }
 }
@@ -132,11 +194,11 @@ mod tests {
             .expect("fills");
         let checkpoints = Connection::open(&path).expect("opens");
         assert_eq!(
-            checkpoint(&checkpoints, Mode::Passive, max_wal_pages),
+            checkpoint(&checkpoints, Mode::Passive, max_wal_pages).next,
             Mode::Restart
         );
         assert_eq!(
-            checkpoint(&checkpoints, Mode::Restart, max_wal_pages),
+            checkpoint(&checkpoints, Mode::Restart, max_wal_pages).next,
             Mode::Restart
         );
         // The WAL starts over with the next write, from its first page.
@@ -145,7 +207,7 @@ mod tests {
             .expect("writes");
         assert!(wal_pages(&checkpoints) < 10, "{}", wal_pages(&checkpoints));
         assert_eq!(
-            checkpoint(&checkpoints, Mode::Restart, max_wal_pages),
+            checkpoint(&checkpoints, Mode::Restart, max_wal_pages).next,
             Mode::Passive
         );
     }

@@ -7,8 +7,9 @@
 //!   WAL is written) but is not fsynced, so it survives the process dying
 //!   (SIGKILL, OOM kill, panic) but not the machine losing power; `FULL`
 //!   fsyncs every commit, and concurrent transitions share that fsync.
-//! * WAL checkpoints run on a thread of their own, never on the writer
-//!   (`checkpoint`).
+//! * WAL checkpoints run on a thread of their own; the writer only copies
+//!   the last few commits once that thread has caught up, so that the WAL
+//!   can start over while writes never pause (`checkpoint`).
 //! * Reads run on `spawn_blocking` over at most [`READERS`] read-only
 //!   connections, kept open; WAL lets them read while the writer writes.
 //!
@@ -553,6 +554,9 @@ impl Writer {
                 }
             }
             self.run_batch(batch);
+            if self.checkpoints.take_catch_up() {
+                checkpoint::catch_up(&self.connection);
+            }
             self.checkpoints.committed();
         }
     }
@@ -1122,6 +1126,67 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// How many times the WAL of `path` started over: SQLite counts them in
+    /// the WAL header (its checkpoint sequence number).
+    fn wal_restarts(path: &Path) -> u32 {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let header = std::fs::read(&wal).unwrap_or_default();
+        header
+            .get(12..16)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(0, u32::from_be_bytes)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_while_writes_never_pause() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        // A bound far beyond what this writes: only catching up can start
+        // the WAL over, never the RESTART that waits for readers.
+        let options = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            max_wal_bytes: 1 << 40,
+        };
+        let store = Arc::new(SqliteStore::open_with_options(&path, options).expect("opens"));
+        store
+            .commit(vec![create("first", "alice", "m")])
+            .await
+            .expect("commits");
+        let started = wal_restarts(&path);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Committers that never pause: the writer always has a batch.
+        let committers: Vec<_> = (0..4)
+            .map(|k| {
+                let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+                tokio::spawn(async move {
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let id = format!("w{k}-{n}");
+                        store
+                            .commit(vec![create(&id, "alice", &id)])
+                            .await
+                            .expect("commits");
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while wal_restarts(&path) < started + 3 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for committer in committers {
+            committer.await.expect("committer");
+        }
+        let restarts = wal_restarts(&path) - started;
+        assert!(
+            restarts >= 3,
+            "the WAL started over {restarts} times in 30 s of writes"
+        );
     }
 
     #[test]
