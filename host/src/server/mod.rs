@@ -220,11 +220,15 @@ pub(crate) struct AppState {
 
 impl AppState {
     fn new(service: TaskService, settings: &ServerSettings) -> Self {
+        let limiter = Arc::new(RateLimiter::new(settings.rate_limits));
+        let completion_limiter = Arc::new(RateLimiter::new(settings.completion.rate));
+        RateLimiter::sweep(&limiter);
+        RateLimiter::sweep(&completion_limiter);
         AppState {
             service,
             auth: Arc::new(Authenticator::new(&settings.tokens, &settings.admins)),
-            limiter: Arc::new(RateLimiter::new(settings.rate_limits)),
-            completion_limiter: Arc::new(RateLimiter::new(settings.completion.rate)),
+            limiter,
+            completion_limiter,
             completion: settings.completion,
             message_limits: settings.message_limits,
             bound: settings.bound,

@@ -14,12 +14,15 @@
 //! At most `max_buckets` buckets are kept, least recently used first out (`lru`): memory is
 //! bounded whatever ids callers invent, and no request scans the others. A forgotten bucket
 //! is a full one again; without tokens the address bucket still holds a flood of fresh ids
-//! back, and with tokens the ids are the configured ones.
+//! back, and with tokens the ids are the configured ones. For the same reason a bucket that
+//! has filled up again is forgotten by a sweep once a minute ([`RateLimiter::sweep`]): callers
+//! who went quiet cost no memory, where 10,000 buckets left behind by a burst of callers
+//! kept pages of the heap from going back to the OS.
 
 use std::net::IpAddr;
 use std::num::NonZeroUsize;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
@@ -133,6 +136,64 @@ impl RateLimiter {
     }
 }
 
+impl RateLimiter {
+    /// Forget every bucket that is full again: nothing changes for its caller (a forgotten
+    /// bucket starts full), and its memory goes back.
+    pub(crate) fn forget_full(&self) {
+        self.forget_full_at(Instant::now());
+    }
+
+    fn forget_full_at(&self, now: Instant) {
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let full: Vec<Key> = buckets
+            .iter()
+            .filter(|(key, bucket)| {
+                let rate = match key {
+                    Key::Participant(_) => self.limits.per_participant,
+                    Key::Address(_) => self.limits.per_address,
+                };
+                refilled(**bucket, rate, now) >= f64::from(rate.burst)
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &full {
+            buckets.pop(key);
+        }
+        drop(buckets);
+        if !full.is_empty() {
+            crate::heap::give_back_freed();
+        }
+    }
+
+    /// Run [`forget_full`](Self::forget_full) once a minute for as long as `limiter` is
+    /// used elsewhere, on the current Tokio runtime (none: no sweep, as in a test that
+    /// builds the application without one).
+    pub(crate) fn sweep(limiter: &Arc<RateLimiter>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let limiter = Arc::downgrade(limiter);
+        runtime.spawn(async move {
+            let mut sweeps = tokio::time::interval(SWEEP_EVERY);
+            sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            sweeps.tick().await;
+            loop {
+                sweeps.tick().await;
+                let Some(limiter) = limiter.upgrade() else {
+                    return;
+                };
+                limiter.forget_full();
+            }
+        });
+    }
+}
+
+/// How often full buckets are forgotten.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
 fn refilled(bucket: Bucket, rate: Rate, now: Instant) -> f64 {
     let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
     (bucket.tokens + elapsed * rate.per_second).min(f64::from(rate.burst))
@@ -141,7 +202,6 @@ fn refilled(bucket: Bucket, rate: Rate, now: Instant) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn limiter(burst: u32, per_second: f64) -> RateLimiter {
         RateLimiter::new(RateLimits {
@@ -266,5 +326,31 @@ mod tests {
         assert_eq!(limiter.buckets.lock().expect("lock").len(), 100);
         // alice's empty bucket was the least recently used: forgotten, so full again.
         assert_eq!(limiter.check_at(token("alice"), now), Ok(()));
+    }
+
+    #[test]
+    fn full_buckets_are_forgotten_and_the_rest_keep_their_tokens() {
+        let limiter = limiter(2, 1.0);
+        let start = Instant::now();
+        limiter.check_at(token("busy"), start).expect("a token");
+        limiter.check_at(token("busy"), start).expect("a token");
+        limiter.check_at(token("quiet"), start).expect("a token");
+        let buckets = || limiter.buckets.lock().expect("lock").len();
+        assert_eq!(buckets(), 2);
+        // One second on: "quiet" is full again, "busy" has one token of two.
+        let later = start + Duration::from_secs(1);
+        limiter.forget_full_at(later);
+        assert_eq!(buckets(), 1, "only the full bucket is forgotten");
+        limiter
+            .check_at(token("busy"), later)
+            .expect("its regained token");
+        assert_eq!(
+            retry_after(limiter.check_at(token("busy"), later)),
+            1,
+            "the bucket kept was not reset"
+        );
+        limiter
+            .check_at(token("quiet"), later)
+            .expect("a full bucket again");
     }
 }

@@ -94,6 +94,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Store `writes` atomically and durably.
     fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()>;
 
+    /// Give back memory kept only for speed (page caches, idle connections),
+    /// for a server that has gone idle; whatever is needed again is read
+    /// back. Keeping nothing of the kind, a store need not implement it.
+    fn release_memory(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Task `task_id`: its head, its most recent `history` messages (all when
     /// `None`) and its artifacts.
     fn load(&self, task_id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>>;

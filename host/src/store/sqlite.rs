@@ -220,6 +220,14 @@ impl TaskStore for SqliteStore {
         Box::pin(async move { done.await.map(|_| ()) })
     }
 
+    /// The writer's page cache is emptied; the idle readers are closed (a
+    /// read opens one again).
+    fn release_memory(&self) -> StoreFuture<'_, ()> {
+        self.readers.pool().clear();
+        let released = self.write(Action::ReleaseMemory);
+        Box::pin(async move { released.await.map(|_| ()) })
+    }
+
     fn load(&self, task_id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
         self.read(move |connection| {
             let read = connection.unchecked_transaction()?;
@@ -511,6 +519,8 @@ enum Action {
         task_id: String,
         config_id: String,
     },
+    /// Empty the writer's page cache.
+    ReleaseMemory,
 }
 
 enum Outcome {
@@ -711,6 +721,12 @@ impl Writer {
                          WHERE task_id = ?1 AND config_id = ?2",
                     )?
                     .execute(params![task_id, config_id, int(*seq)])?;
+                Ok(Outcome::Done)
+            }
+            // Inside the batch's transaction, which has changed no page
+            // yet when this comes alone: every cached page can go.
+            Action::ReleaseMemory => {
+                self.connection.release_memory()?;
                 Ok(Outcome::Done)
             }
             Action::DeletePushConfig { task_id, config_id } => {
@@ -1126,6 +1142,34 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    #[tokio::test]
+    async fn an_idle_store_closes_its_readers_and_keeps_working() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("commits");
+        assert!(store.head("t1".into()).await.expect("reads").is_some());
+        assert_eq!(store.readers.pool().len(), 1, "a read keeps its connection");
+        store.release_memory().await.expect("releases");
+        assert_eq!(store.readers.pool().len(), 0);
+        // Reads open a connection again; the writer writes on.
+        store
+            .commit(vec![create("t2", "alice", "m2")])
+            .await
+            .expect("commits after");
+        assert!(
+            store
+                .head("t2".into())
+                .await
+                .expect("reads after")
+                .is_some()
+        );
+        assert_eq!(store.readers.pool().len(), 1);
     }
 
     /// How many times the WAL of `path` started over: SQLite counts them in

@@ -216,7 +216,15 @@ impl TaskService {
                 {
                     tracing::warn!(%error, "the resume sweep failed");
                 }
-                give_back_freed_memory();
+                service.inner.directory.shrink();
+                // An idle server keeps no page caches (a busy one keeps them
+                // warm).
+                if service.running_tasks() == 0
+                    && let Err(error) = service.inner.env.store.release_memory().await
+                {
+                    tracing::warn!(%error, "the store could not release its caches");
+                }
+                crate::heap::give_back_freed();
                 if let Some(retain) = service.inner.retain_terminal
                     && sweep % RETENTION_EVERY == 0
                 {
@@ -882,19 +890,4 @@ fn finished(record: &TaskRecord) -> A2aError {
         record.id,
         record.state()
     ))
-}
-
-/// Hand the heap's free pages back to the OS. glibc keeps what freed
-/// actors used (many small allocations across its arenas) as resident
-/// memory until the process ends: after 50,000 conversations went idle the
-/// server stayed at its peak. Trimming once a minute brings resident memory
-/// back to what is live.
-fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[allow(unsafe_code)]
-    // SAFETY: `malloc_trim` only releases free memory of the allocator; it
-    // touches no memory in use and takes the allocator's own locks.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
