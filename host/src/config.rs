@@ -103,7 +103,7 @@
 //! | `limits.max_json_values_per_message` | 10,000 | JSON values in those, together | `INVALID_PARAMS` naming the key |
 //! | `rate_limit.per_participant_*` | 20, 5/s | message sends per caller | `RATE_LIMITED` (429 / -32603) with `Retry-After` |
 //! | `rate_limit.per_address_*` | 20, 5/s | self-asserted sends per IP address | `RATE_LIMITED` |
-//! | `rate_limit.max_buckets` | 10,000 | rate-limit buckets kept | the least recently used is forgotten |
+//! | `rate_limit.max_buckets` | 10,000 | rate-limit buckets kept | the least recently used is forgotten; a full one within a minute |
 //! | `push.max_configs_per_task` | 10 | webhooks on one task | `INVALID_PARAMS` naming the key |
 //! | `push.max_configs_per_participant` | 100 | webhooks one participant owns | `INVALID_PARAMS` naming the key |
 //! | `push.max_attempts`, `push.timeout_secs` | 5, 10 | delivery attempts per event, time per attempt | the event is given up on for that webhook |
