@@ -134,9 +134,7 @@ impl RateLimiter {
         }
         Ok(())
     }
-}
 
-impl RateLimiter {
     /// Forget every bucket that is full again: nothing changes for its caller (a forgotten
     /// bucket starts full), and its memory goes back.
     pub(crate) fn forget_full(&self) {

@@ -6,8 +6,10 @@
 //! writer, and every job queued behind it, stopped for it: 12% of the
 //! writer's time in a profile of the store bench, most of it `fsync`.
 //!
-//! Here the writer never checkpoints (`wal_autocheckpoint = 0`). After a
-//! commit it nudges this thread ([`Nudge`]), which waits [`GATHER`] for more
+//! Here the writer never checkpoints on SQLite's trigger
+//! (`wal_autocheckpoint = 0`), only the last few commits once this thread
+//! has copied the rest (see "Starting over" below). After a commit it
+//! nudges this thread ([`Nudge`]), which waits [`GATHER`] for more
 //! commits, then runs a PASSIVE checkpoint on its own connection: it copies
 //! what no reader still needs and blocks neither the writer nor the readers;
 //! the writer starts the WAL over once everything in it is copied. Gathering
