@@ -34,29 +34,25 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::access;
 use super::agent::AgentTurn;
 use super::classify::{self, Class};
-use super::completion::{self, Verdict};
+use super::completion;
 use super::directory::Directory;
-use super::effects;
 use super::env::Env;
 use super::events::{Broadcaster, Sequenced};
 use super::inbox::{
     Admitted, AnswerWatch, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped,
 };
-use super::job::{Answer, Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
+use super::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
+use super::lifecycle::{self, Ending, Finished, Next};
 use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
-use super::state::{
-    ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, REPLY_MESSAGE_KEY, StatusChange,
-    SubState, TaskRecord, Turn, TurnWork,
-};
+use super::state::{ApprovalDecision, Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
 use super::tools::{Toolbox, denied};
 use super::transcript::{self, HarnessMark};
@@ -65,12 +61,11 @@ use crate::a2a::error::A2aError;
 use crate::a2a::types::{
     Message, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
-use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{
-    ArtifactPiece, Disposition, Participant, RequestContext, Role, StateChangedContext,
-    SubtaskSpawnedContext, SubtaskView, TaskCreatedContext, TaskRef, TaskView, ToolCall,
+    Participant, RequestContext, Role, StateChangedContext, SubtaskSpawnedContext, SubtaskView,
+    TaskCreatedContext, TaskRef, TaskView,
 };
-use crate::hooks::{Trace, TraceRecord};
+use crate::hooks::Trace;
 
 /// How an actor comes to run.
 pub(crate) enum Start {
@@ -541,8 +536,9 @@ impl TaskActor {
         if let Class::Participants(grants) = &class {
             let text = participants::confirmation(grants);
             self.apply(Change::Participants(grants.clone()));
-            let sub_state = self.waiting_sub_state();
-            self.park(text, sub_state);
+            let sub_state = lifecycle::waiting_sub_state(&self.record);
+            let next = lifecycle::park(self, text, sub_state);
+            self.proceed(next);
         }
         let (done, waiter) = oneshot::channel();
         self.waiters.push((history_length, done));
@@ -778,270 +774,20 @@ impl TaskActor {
     }
 
     fn finish(&mut self, output: TurnOutput) {
-        let TurnOutput { end, trace, usage } = output;
         // Waiters of a turn that ended (or was cut) hear nothing more.
         self.subtask_waiters.clear();
-        if let Some(usage) = usage {
-            self.apply(Change::Usage(usage));
+        let env = Arc::clone(&self.env);
+        let Finished { next, direct_reply } = lifecycle::finish(self, output, &env.settings);
+        let watch = self.answer_watch.take();
+        if let Some(reply) = direct_reply {
+            if let Some(watch) = watch {
+                watch.answered_with_message();
+            }
+            // Kept until the turn's waiters are answered: a one-shot task's
+            // turn ends only after the completion decision that follows.
+            self.direct_reply = Some(reply);
         }
-        let ending = Ending {
-            trace: Some(TurnTrace { trace, usage }),
-            ..Ending::default()
-        };
-        let end = match end {
-            TurnEnd::Reply(answer) => match self.check_answer(&answer) {
-                Err(reason) => TurnEnd::Failed(reason),
-                Ok(()) if answer.disposition == Some(Disposition::Reject) => {
-                    self.keep_artifacts(answer.artifacts, None);
-                    return self.conclude(TaskState::Rejected, answer.text, ending);
-                }
-                Ok(()) => TurnEnd::Reply(answer),
-            },
-            other => other,
-        };
-        let direct = matches!(&end, TurnEnd::Reply(answer) if answer.disposition == Some(Disposition::Message));
-        if let Some(watch) = self.answer_watch.take()
-            && direct
-        {
-            watch.answered_with_message();
-        }
-        self.finish_by_lifecycle(end, ending);
-        if direct {
-            // The reply just joined the history (parked, or kept by a concluding task).
-            self.direct_reply = self.record.history.last().cloned();
-        }
-    }
-
-    /// End the turn as the task's lifecycle says: a conversation parks, a
-    /// delegated task completes, a one-shot task concludes.
-    fn finish_by_lifecycle(&mut self, end: TurnEnd, ending: Ending) {
-        if self.record.lifecycle == Lifecycle::Task
-            && !matches!(
-                end,
-                TurnEnd::Completion(_) | TurnEnd::Asked(_) | TurnEnd::AwaitingApproval(_)
-            )
-        {
-            return self.finish_one_shot(end, ending);
-        }
-        let delegated = matches!(self.record.lifecycle, Lifecycle::Delegated { .. });
-        match end {
-            TurnEnd::Reply(answer) if delegated => {
-                self.keep_artifacts(answer.artifacts, None);
-                self.conclude(TaskState::Completed, answer.text, ending);
-            }
-            TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) if delegated => {
-                self.conclude(TaskState::Failed, reason, Ending::notice(ending))
-            }
-            TurnEnd::Reply(answer) => {
-                self.keep_artifacts(answer.artifacts, None);
-                self.end_turn(answer.text, SubState::AwaitingNextMessage, ending);
-            }
-            TurnEnd::Asked(question) => {
-                let ending = Ending {
-                    mark: Some(HarnessMark::Question),
-                    ..ending
-                };
-                self.end_turn(question, SubState::AwaitingAnswer, ending);
-            }
-            TurnEnd::Failed(reason) => {
-                let text = format!("This turn failed: {reason}");
-                self.end_turn(text, SubState::AwaitingNextMessage, Ending::notice(ending));
-            }
-            TurnEnd::Stopped(text) => {
-                self.end_turn(text, SubState::AwaitingNextMessage, Ending::notice(ending));
-            }
-            TurnEnd::AwaitingApproval(calls) => self.await_approval(calls, ending),
-            TurnEnd::Command(result) => self.finish_command(result, ending),
-            TurnEnd::Completion(verdict) => self.finish_completion(verdict, ending),
-        }
-    }
-
-    /// Whether an answer's artifacts may be kept: well formed, within the
-    /// limits, and not reusing an artifact id of the task.
-    fn check_answer(&self, answer: &Answer) -> Result<(), String> {
-        let limit = self.env.settings.limits.max_reply_bytes;
-        crate::domain::check_pieces(&answer.artifacts, limit)
-            .map_err(|problem| format!("the answer's artifacts cannot be kept: {problem}"))?;
-        let reused = answer.artifacts.iter().find(|piece| {
-            let id = &piece.artifact.artifact_id;
-            self.record
-                .artifacts
-                .iter()
-                .any(|kept| &kept.artifact_id == id)
-        });
-        match reused {
-            Some(piece) => Err(format!(
-                "the answer's artifacts cannot be kept: the task already has an artifact `{}`",
-                piece.artifact.artifact_id
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// Keep an answer's artifacts (checked by [`TaskActor::check_answer`]),
-    /// each marked with the reply it came with, when there is one.
-    fn keep_artifacts(&mut self, pieces: Vec<ArtifactPiece>, reply_id: Option<&str>) {
-        for ArtifactPiece {
-            mut artifact,
-            append,
-            last_chunk,
-        } in pieces
-        {
-            if let Some(id) = reply_id {
-                artifact
-                    .metadata
-                    .insert(REPLY_MESSAGE_KEY.into(), Value::String(id.to_owned()));
-            }
-            self.apply(Change::ArtifactChunk {
-                artifact,
-                append,
-                last_chunk,
-            });
-        }
-    }
-
-    /// The model called tools that need a participant's approval: the turn
-    /// ends `awaiting-approval` with the calls in the task's metadata and
-    /// the message's data; approve or deny resumes the loop.
-    fn await_approval(&mut self, calls: Vec<ToolCall>, ending: Ending) {
-        let listed: Vec<String> = calls
-            .iter()
-            .map(|call| format!("`{}` with {}", call.name, call.arguments))
-            .collect();
-        let text = format!(
-            "The agent wants to run {}. Approve or deny: send a message whose one data part is \
-             {{\"kind\": \"control\", \"action\": \"approve\"}} (or \"deny\").",
-            listed.join(" and ")
-        );
-        let data = serde_json::json!({ PENDING_APPROVAL_KEY: calls });
-        self.apply(Change::ApprovalRequested(calls));
-        let ending = Ending {
-            data: Some(data),
-            ..Ending::notice(ending)
-        };
-        self.end_turn(text, SubState::AwaitingApproval, ending);
-    }
-
-    /// The command's reply (or why it failed, or why its effects were
-    /// refused) is the agent's message; the outcome never reaches the model.
-    /// Its effects and the reply are committed together.
-    fn finish_command(&mut self, result: Result<Outcome, CommandFailure>, ending: Ending) {
-        let (text, data) = self.command_reply(result);
-        let sub_state = self.waiting_sub_state();
-        let ending = Ending {
-            data,
-            mark: Some(HarnessMark::Command),
-            ..ending
-        };
-        self.end_turn(text, sub_state, ending);
-    }
-
-    /// A command's reply (or why it failed, or why its effects were
-    /// refused), its effects applied if they pass the checks.
-    fn command_reply(
-        &mut self,
-        result: Result<Outcome, CommandFailure>,
-    ) -> (String, Option<Value>) {
-        let command = match &self.record.turn {
-            Some(Turn {
-                work: TurnWork::Command { text, .. },
-                ..
-            }) => text
-                .split_whitespace()
-                .next()
-                .unwrap_or("/")
-                .trim_start_matches('/')
-                .to_owned(),
-            _ => String::new(),
-        };
-        let open = self.record.open_subtasks().count();
-        match result {
-            Err(failure) => (failure.to_string(), None),
-            Ok(outcome) => match effects::check(&command, &outcome, &self.env.settings, open) {
-                Err(refusal) => (refusal, None),
-                Ok(()) => {
-                    for effect in outcome.effects {
-                        self.apply_effect(effect);
-                    }
-                    (outcome.reply.text, outcome.reply.data)
-                }
-            },
-        }
-    }
-
-    /// The end of a one-shot task's turn: a failure fails it; a reply (the
-    /// model's or a command's) joins the history, becomes its reply artifact
-    /// (or the answer's own artifacts stand in for it), and the task concludes. (A question the model asks parks it like a
-    /// conversation: the answer is the next turn.)
-    fn finish_one_shot(&mut self, end: TurnEnd, ending: Ending) {
-        let mut pieces = Vec::new();
-        let (text, ending) = match end {
-            TurnEnd::Reply(answer) => {
-                pieces = answer.artifacts;
-                (answer.text, ending)
-            }
-            TurnEnd::Failed(reason) | TurnEnd::Stopped(reason) => {
-                return self.conclude(TaskState::Failed, reason, Ending::notice(ending));
-            }
-            TurnEnd::Command(result) => {
-                let (text, data) = self.command_reply(result);
-                let ending = Ending {
-                    data,
-                    mark: Some(HarnessMark::Command),
-                    ..ending
-                };
-                (text, ending)
-            }
-            TurnEnd::Asked(question) => {
-                let ending = Ending {
-                    mark: Some(HarnessMark::Question),
-                    ..ending
-                };
-                return self.end_turn(question, SubState::AwaitingAnswer, ending);
-            }
-            TurnEnd::Completion(verdict) => return self.finish_completion(verdict, ending),
-            // A one-shot task waits for approval as a conversation does.
-            TurnEnd::AwaitingApproval(calls) => return self.await_approval(calls, ending),
-        };
-        let data = ending.data.clone();
-        let reply = self.ending_message(text, ending);
-        let reply_id = reply.message_id.clone();
-        let artifact = self.record.reply_artifact(&reply, data.as_ref());
-        self.apply(Change::Status(StatusChange::recorded(reply)));
-        // An answer's own artifacts stand in for the reply artifact.
-        if pieces.is_empty() {
-            self.apply(Change::Artifact(artifact));
-        } else {
-            self.keep_artifacts(pieces, Some(&reply_id));
-        }
-        let requested_by = self.reporter();
-        self.apply(Change::TurnStarted(Turn::first(TurnWork::Conclude {
-            requested_by: requested_by.clone(),
-        })));
-        self.start_conclusion(requested_by);
-    }
-
-    /// Conclude a one-shot task: wait while sub-tasks are open (each report
-    /// comes back here through [`TaskActor::resume_conclusion`]), then run
-    /// the `task.complete` decision. The turn has not ended for its waiters
-    /// until the decision is in.
-    fn start_conclusion(&mut self, requested_by: Participant) {
-        let open: Vec<String> = self
-            .record
-            .open_subtasks()
-            .map(|subtask| format!("{} ({})", subtask.goal, subtask.id))
-            .collect();
-        if open.is_empty() {
-            let view = self.view();
-            return self.start_completion(requested_by, view);
-        }
-        let waiting = format!(
-            "Replied; completing once {} open sub-task(s) have finished: {}",
-            open.len(),
-            open.join(", ")
-        );
-        let message = self.record.agent_message(waiting, None);
-        self.apply(Change::Status(StatusChange::progress(message)));
+        self.proceed(next);
     }
 
     /// After a sub-task report: a concluding one-shot task waiting on its
@@ -1051,108 +797,21 @@ impl TaskActor {
             return;
         }
         if let Some(requested_by) = self.record.concluding_for().cloned() {
-            self.start_conclusion(requested_by);
+            let next = lifecycle::conclusion(self, requested_by);
+            self.proceed(next);
         }
     }
 
-    /// The participant a one-shot task completes on behalf of: its reporter
-    /// (a participant's task always has one: its first sender).
-    fn reporter(&self) -> Participant {
-        let participants = &self.record.participants;
-        participants
-            .iter()
-            .find(|participant| participant.role == Role::Reporter)
-            .or_else(|| participants.first())
-            .cloned()
-            .unwrap_or_else(|| Participant {
-                id: "unknown".to_owned(),
-                role: Role::Reporter,
-            })
-    }
-
-    fn apply_effect(&mut self, effect: Effect) {
-        match effect {
-            Effect::SetModel(model) => self.apply(Change::Model(model)),
-            Effect::SetEffort(effort) => self.apply(Change::Effort(effort)),
-            Effect::SpawnSubtask(goal) => {
-                // Checked with the outcome (`effects::check`): it fits.
-                let _ = self.spawn_subtask(&goal);
+    /// Do what a lifecycle decision says comes next.
+    fn proceed(&mut self, next: Next) {
+        match next {
+            Next::Continue => {}
+            Next::TurnEnded => self.turn_ended = true,
+            Next::Completion(requested_by) => {
+                let view = self.view();
+                self.start_completion(requested_by, view);
             }
         }
-    }
-
-    fn finish_completion(&mut self, verdict: Verdict, ending: Ending) {
-        // A one-shot task's own conclusion: completed, its status message is
-        // its reply (already in the history).
-        if self.record.is_concluding()
-            && verdict.allowed
-            && let Some(reply) = self.record.latest_reply()
-        {
-            self.apply(Change::Status(StatusChange {
-                in_history: false,
-                ..StatusChange::finished(TaskState::Completed, reply)
-            }));
-            self.turn_ended = true;
-            return;
-        }
-        let ending = Ending {
-            data: Some(verdict.data()),
-            ..Ending::notice(ending)
-        };
-        let text = verdict.message();
-        if verdict.allowed {
-            self.conclude(TaskState::Completed, text, ending);
-        } else {
-            let sub_state = self.waiting_sub_state();
-            self.end_turn(text, sub_state, ending);
-        }
-    }
-
-    /// What a conversation waits for after a turn that did not answer the
-    /// model's question (a command, a refused completion): still the answer,
-    /// if one is owed.
-    fn waiting_sub_state(&self) -> SubState {
-        if !self.record.pending_approval.is_empty() {
-            SubState::AwaitingApproval
-        } else if self.record.awaits_answer {
-            SubState::AwaitingAnswer
-        } else {
-            SubState::AwaitingNextMessage
-        }
-    }
-
-    /// End the turn in `INPUT_REQUIRED` with the agent's `text`.
-    fn end_turn(&mut self, text: String, sub_state: SubState, ending: Ending) {
-        let reply = self.ending_message(text, ending);
-        self.apply(Change::Status(StatusChange::parked(reply, sub_state)));
-        self.turn_ended = true;
-    }
-
-    /// End the turn in `INPUT_REQUIRED` with a notice from the harness.
-    fn park(&mut self, text: String, sub_state: SubState) {
-        self.end_turn(text, sub_state, Ending::notice(Ending::default()));
-    }
-
-    /// End the task in terminal `state`, explained by the agent's `text`.
-    fn conclude(&mut self, state: TaskState, text: String, ending: Ending) {
-        let message = self.ending_message(text, ending);
-        self.apply(Change::Status(StatusChange::finished(state, message)));
-        self.turn_ended = true;
-    }
-
-    /// The agent message that ends a turn: its text and data, what it is to
-    /// the model, and the turn's trace.
-    fn ending_message(&self, text: String, ending: Ending) -> Message {
-        let mut message = self.record.agent_message(text, ending.data);
-        if let Some(mark) = ending.mark {
-            transcript::mark(&mut message, mark);
-        }
-        if let Some(turn) = ending.trace
-            && let Ok(trace) = serde_json::to_value(turn)
-        {
-            message.metadata.insert(TRACE_KEY.into(), trace);
-        }
-        message
     }
 
     // --- Recovery ------------------------------------------------------------------------
@@ -1166,11 +825,8 @@ impl TaskActor {
             Resume::Retry(turn) => return self.retry(turn).await,
             Resume::Interrupted { why, .. } => {
                 tracing::warn!(task = %self.record.id, "a turn interrupted by a restart is not repeated");
-                if matches!(self.record.lifecycle, Lifecycle::Delegated { .. }) {
-                    self.conclude(TaskState::Failed, why, Ending::notice(Ending::default()));
-                } else {
-                    self.park(why, SubState::AwaitingNextMessage);
-                }
+                let next = lifecycle::interrupted(self, why);
+                self.proceed(next);
             }
         }
         let _ = self.settle().await;
@@ -1191,7 +847,10 @@ impl TaskActor {
                 let view = self.view();
                 self.start_completion(requested_by, view);
             }
-            TurnWork::Conclude { requested_by } => self.start_conclusion(requested_by),
+            TurnWork::Conclude { requested_by } => {
+                let next = lifecycle::conclusion(self, requested_by);
+                self.proceed(next);
+            }
             // Never planned: commands are not repeated.
             TurnWork::Command { .. } => {}
         }
@@ -1236,7 +895,9 @@ impl TaskActor {
         };
         self.job = None;
         self.cancel_subtasks().await;
-        self.conclude(TaskState::Canceled, text, Ending::notice(Ending::default()));
+        let ending = Ending::notice(Ending::default());
+        let next = lifecycle::conclude(self, TaskState::Canceled, text, ending);
+        self.proceed(next);
         self.settle().await?;
         // Queued messages are refused now that the task is terminal.
         self.pump().await;
@@ -1550,6 +1211,22 @@ impl TaskActor {
     }
 }
 
+/// The lifecycle's decisions read and change the actor's record, through
+/// its journal.
+impl lifecycle::Task for TaskActor {
+    fn record(&self) -> &TaskRecord {
+        &self.record
+    }
+
+    fn apply(&mut self, change: Change) {
+        TaskActor::apply(self, change);
+    }
+
+    fn spawn_subtask(&mut self, goal: &str) -> Result<SubtaskView, String> {
+        TaskActor::spawn_subtask(self, goal)
+    }
+}
+
 /// Answer `command` with `error` (a stopping actor's last word).
 fn refuse(command: Command, error: &A2aError) {
     match command {
@@ -1587,39 +1264,6 @@ fn taken(message: &Message) -> A2aError {
         "message.messageId",
         format!("messageId `{id}` is already used by another message of this task"),
     )
-}
-
-/// Where the agent message that ends a turn records what ran.
-const TRACE_KEY: &str = "trace";
-
-/// How a turn's last message is written.
-#[derive(Default)]
-struct Ending {
-    /// Structured data beside the text.
-    data: Option<Value>,
-    /// What the message is to the model, if it is not the model's reply.
-    mark: Option<HarnessMark>,
-    /// What ran in the turn.
-    trace: Option<TurnTrace>,
-}
-
-impl Ending {
-    /// `ending` for a message of the harness's own.
-    fn notice(ending: Ending) -> Ending {
-        Ending {
-            mark: Some(HarnessMark::Notice),
-            ..ending
-        }
-    }
-}
-
-/// `metadata.trace` of a turn's last message.
-#[derive(serde::Serialize)]
-struct TurnTrace {
-    #[serde(flatten)]
-    trace: TraceRecord,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<crate::domain::Usage>,
 }
 
 /// How many tokens of conversation fit a request to `entry`: its window,

@@ -21,7 +21,10 @@
 //!   `subtasks`: delegated tasks; `screen`: the `request.received` and
 //!   `task.created` policy points; `notify`: notification hooks; `suggest`:
 //!   command completion for renderers.
-//! * `state`: a task as a plain value and the only way it changes;
+//! * `lifecycle`: what ends a turn does to a task (park, complete,
+//!   conclude, fail), as decisions over the task with no I/O, which the
+//!   actor carries out; `state`: a task as a plain value and the only way
+//!   it changes;
 //!   `journal`: those changes on their way to the store (`crate::store`),
 //!   committed before anyone hears of them; `events`: the streams clients
 //!   read; `listing`: `ListTasks`.
@@ -38,6 +41,7 @@ mod events;
 mod inbox;
 mod job;
 mod journal;
+mod lifecycle;
 mod listing;
 mod notify;
 mod participants;
