@@ -46,16 +46,16 @@ use super::events::{Broadcaster, Sequenced};
 use super::inbox::{
     Admitted, AnswerWatch, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped,
 };
-use super::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
+use super::job::{Job, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
 use super::lifecycle::{self, Ending, Finished, Next};
 use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
-use super::state::{ApprovalDecision, Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork};
+use super::state::{Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
-use super::tools::{Toolbox, denied};
-use super::transcript::{self, HarnessMark};
+use super::tools::Toolbox;
+use super::transcript;
 use super::turn;
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
@@ -461,72 +461,24 @@ impl TaskActor {
         let sender = Participant { id: sender, role };
         message.task_id = Some(self.record.id.clone());
         message.context_id = Some(self.record.context_id.clone());
-        match &class {
-            Class::Ordinary => self.note(Notification::Received(RequestContext {
+        if matches!(class, Class::Ordinary) {
+            self.note(Notification::Received(RequestContext {
                 text: super::state::message_text(&message),
                 sender: sender.clone(),
                 task: before.clone(),
-            })),
-            // The model never sees commands or envelopes (`transcript`).
-            Class::Command(_) => transcript::mark(&mut message, HarnessMark::Command),
-            Class::Complete | Class::Decide { .. } | Class::Participants(_) => {
-                transcript::mark(&mut message, HarnessMark::Envelope);
-            }
-        }
-        // The calls awaiting approval are decided: by the control, or, when a
-        // participant just writes on, denied.
-        let approval = match &class {
-            Class::Decide { approve } => Some(ApprovalDecision {
-                approved: *approve,
-                by: sender.clone(),
-                implicit: false,
-            }),
-            _ => None,
-        };
-        // A participant who writes on instead of deciding denies the calls;
-        // the denials go before the message, so the model reads them in order.
-        if matches!(class, Class::Ordinary) && !self.record.pending_approval.is_empty() {
-            let decision = ApprovalDecision {
-                approved: false,
-                by: sender.clone(),
-                implicit: true,
-            };
-            for call in self.record.pending_approval.clone() {
-                self.record_step(Record::ToolResult(denied(&call, &decision)));
-            }
-            self.apply(Change::ApprovalDecided);
+            }));
         }
         let events = stream.then(|| self.events.subscribe());
         self.turn_message = Some(message.message_id.clone());
         // A message-only answer belongs to the turn that made it.
         self.direct_reply = None;
         let starts_task = self.record.history_len == 0;
-        self.apply(Change::Received(message));
+        let approval = lifecycle::receive(self, message, &class, &sender);
         // A stream of a new task opens on it as submitted, before the WORKING
         // update (A2A's order); everyone else sees the task as its turn starts.
         let submitted =
             (stream && starts_task).then(|| (self.record.seq, self.render(history_length)));
-        self.apply(Change::Status(StatusChange::working()));
-        if approval.is_some() {
-            self.apply(Change::ApprovalDecided);
-        }
-        let work = match &class {
-            Class::Ordinary | Class::Decide { .. } => Some(TurnWork::Model {
-                sender: Some(sender.clone()),
-                approval,
-            }),
-            Class::Command(_) => Some(TurnWork::Command {
-                text: text.clone(),
-                sender: sender.clone(),
-            }),
-            Class::Complete => Some(TurnWork::Completion {
-                requested_by: sender.clone(),
-            }),
-            Class::Participants(_) => None,
-        };
-        if let Some(work) = work {
-            self.apply(Change::TurnStarted(Turn::first(work)));
-        }
+        lifecycle::start_turn(self, &class, &sender, approval, &text);
         // What the sender sees accepted: the task as its turn starts.
         let answer_watch = (submitted.is_some() && self.record.lifecycle == Lifecycle::Task)
             .then(AnswerWatch::default);
@@ -690,12 +642,7 @@ impl TaskActor {
             return;
         };
         let message = subtasks::goal_message(&self.record, parent_id, goal);
-        self.apply(Change::Received(message));
-        self.apply(Change::Status(StatusChange::working()));
-        self.apply(Change::TurnStarted(Turn::first(TurnWork::Model {
-            sender: None,
-            approval: None,
-        })));
+        lifecycle::start_goal(self, message);
         if self.settle().await.is_ok() {
             self.start_model_turn();
         }
@@ -710,7 +657,7 @@ impl TaskActor {
             }
             Some(Step::Delta(text)) => self.stream_delta(text),
             Some(Step::Record(record, committed)) => {
-                self.record_step(record);
+                lifecycle::record(self, record);
                 if self.settle().await.is_ok() {
                     let _ = committed.send(());
                 }
@@ -750,19 +697,6 @@ impl TaskActor {
             metadata: transcript::stream_metadata(transcript::TEXT_DELTA),
         });
         self.events.send(Sequenced::live(self.record.seq, event));
-    }
-
-    /// Journal tool activity of the running turn: it joins the history (the
-    /// next model request reads it back) and streams as a status update.
-    fn record_step(&mut self, record: Record) {
-        let (parts, metadata) = match &record {
-            Record::ToolCalls { text, calls } => transcript::tool_calls_parts(text, calls),
-            Record::ToolResult(output) => transcript::tool_result_parts(output),
-        };
-        let mut message = self.record.agent_message(String::new(), None);
-        message.parts = parts;
-        message.metadata = metadata;
-        self.apply(Change::Status(StatusChange::recorded(message)));
     }
 
     async fn end_job(&mut self, output: TurnOutput) {

@@ -1,5 +1,6 @@
-//! The lifecycle as decisions: what the end of a turn, a completion verdict,
-//! an interruption or a cancellation does to a task, given how it stands.
+//! The lifecycle as decisions: what accepting a message, the end of a turn,
+//! a completion verdict, an interruption or a cancellation does to a task,
+//! given how it stands.
 //!
 //! Nothing here does I/O, waits or keeps state of its own. A decision reads
 //! the task through [`Task`], changes it only through [`Task::apply`], and
@@ -18,14 +19,16 @@
 
 use serde_json::Value;
 
+use super::classify::Class;
 use super::completion::Verdict;
 use super::effects;
 use super::env::TaskSettings;
-use super::job::{Answer, TurnEnd, TurnOutput};
+use super::job::{Answer, Record, TurnEnd, TurnOutput};
 use super::state::{
-    Change, Lifecycle, PENDING_APPROVAL_KEY, REPLY_MESSAGE_KEY, StatusChange, SubState, TaskRecord,
-    Turn, TurnWork,
+    ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, REPLY_MESSAGE_KEY, StatusChange,
+    SubState, TaskRecord, Turn, TurnWork,
 };
+use super::tools::denied;
 use super::transcript::{self, HarnessMark};
 use crate::a2a::types::{Message, TaskState};
 use crate::commands::{CommandFailure, Effect, Outcome};
@@ -98,6 +101,102 @@ struct TurnTrace {
 
 /// Where the agent message that ends a turn records what ran.
 const TRACE_KEY: &str = "trace";
+
+/// Record a participant's message on the task, marked with what it is to
+/// the model; what it decides about tool calls awaiting approval, if it
+/// decides anything.
+///
+/// A participant who writes on instead of approving denies the calls: the
+/// denials go before the message, so the model reads them in order.
+pub(crate) fn receive(
+    task: &mut impl Task,
+    mut message: Message,
+    class: &Class,
+    sender: &Participant,
+) -> Option<ApprovalDecision> {
+    match class {
+        Class::Ordinary => {}
+        // The model never sees commands or envelopes (`transcript`).
+        Class::Command(_) => transcript::mark(&mut message, HarnessMark::Command),
+        Class::Complete | Class::Decide { .. } | Class::Participants(_) => {
+            transcript::mark(&mut message, HarnessMark::Envelope);
+        }
+    }
+    if matches!(class, Class::Ordinary) && !task.record().pending_approval.is_empty() {
+        let decision = ApprovalDecision {
+            approved: false,
+            by: sender.clone(),
+            implicit: true,
+        };
+        for call in task.record().pending_approval.clone() {
+            record(task, Record::ToolResult(denied(&call, &decision)));
+        }
+        task.apply(Change::ApprovalDecided);
+    }
+    task.apply(Change::Received(message));
+    match class {
+        Class::Decide { approve } => Some(ApprovalDecision {
+            approved: *approve,
+            by: sender.clone(),
+            implicit: false,
+        }),
+        _ => None,
+    }
+}
+
+/// Start the turn a received message asks for: the model's (with the
+/// approval decision it made), a command's, or the completion decision. A
+/// participants event starts none (the engine records and confirms it).
+pub(crate) fn start_turn(
+    task: &mut impl Task,
+    class: &Class,
+    sender: &Participant,
+    approval: Option<ApprovalDecision>,
+    text: &str,
+) {
+    task.apply(Change::Status(StatusChange::working()));
+    if approval.is_some() {
+        task.apply(Change::ApprovalDecided);
+    }
+    let work = match class {
+        Class::Ordinary | Class::Decide { .. } => TurnWork::Model {
+            sender: Some(sender.clone()),
+            approval,
+        },
+        Class::Command(_) => TurnWork::Command {
+            text: text.to_owned(),
+            sender: sender.clone(),
+        },
+        Class::Complete => TurnWork::Completion {
+            requested_by: sender.clone(),
+        },
+        Class::Participants(_) => return,
+    };
+    task.apply(Change::TurnStarted(Turn::first(work)));
+}
+
+/// A delegated task's one turn, on its goal: it starts as the task exists.
+pub(crate) fn start_goal(task: &mut impl Task, goal: Message) {
+    task.apply(Change::Received(goal));
+    task.apply(Change::Status(StatusChange::working()));
+    task.apply(Change::TurnStarted(Turn::first(TurnWork::Model {
+        sender: None,
+        approval: None,
+    })));
+}
+
+/// Journal tool activity of the running turn: it joins the history (the
+/// next model request reads it back) and streams as a status update.
+pub(crate) fn record(task: &mut impl Task, record: Record) {
+    let (parts, metadata) = match &record {
+        Record::ToolCalls { text, calls } => transcript::tool_calls_parts(text, calls),
+        Record::ToolResult(output) => transcript::tool_result_parts(output),
+    };
+    let mut message = task.record().agent_message(String::new(), None);
+    message.parts = parts;
+    message.metadata = metadata;
+    task.apply(Change::Status(StatusChange::recorded(message)));
+}
 
 /// End the running turn with what it produced, as the task's lifecycle says.
 pub(crate) fn finish(
@@ -855,5 +954,107 @@ mod tests {
             conversation.record.sub_state,
             Some(SubState::AwaitingNextMessage)
         );
+    }
+
+    fn awaiting_approval() -> Alone {
+        let mut task = model_turn(Lifecycle::Conversation);
+        let call = ToolCall {
+            id: "call-1".into(),
+            name: "deploy".into(),
+            arguments: serde_json::json!({"to": "prod"}),
+        };
+        let output = TurnOutput::untraced(TurnEnd::AwaitingApproval(vec![call]));
+        let next = finish(&mut task, output, &TaskSettings::default()).next;
+        assert_eq!(next, Next::TurnEnded);
+        assert_eq!(task.record.sub_state, Some(SubState::AwaitingApproval));
+        task
+    }
+
+    #[test]
+    fn writing_on_instead_of_approving_denies_the_calls_before_the_message() {
+        let mut task = awaiting_approval();
+        let message = Message::new(MessageRole::User, "m2", vec![Part::text("never mind")]);
+        let approval = receive(&mut task, message, &Class::Ordinary, &alice());
+        assert!(
+            approval.is_none(),
+            "writing on decides nothing for the turn"
+        );
+        assert!(task.record.pending_approval.is_empty());
+        let [.., denial, received] = task.record.history.as_slice() else {
+            panic!("the denial and the message: {:?}", task.record.history);
+        };
+        assert_eq!(received.message_id, "m2");
+        let denial = serde_json::to_string(denial).unwrap_or_default();
+        assert!(
+            denial.contains("sent a new message instead of approving"),
+            "{denial}"
+        );
+
+        start_turn(
+            &mut task,
+            &Class::Ordinary,
+            &alice(),
+            approval,
+            "never mind",
+        );
+        assert_eq!(task.record.state(), TaskState::Working);
+        assert!(matches!(
+            &task.record.turn,
+            Some(Turn {
+                work: TurnWork::Model {
+                    approval: None,
+                    sender: Some(_)
+                },
+                attempt: 1
+            })
+        ));
+    }
+
+    #[test]
+    fn an_approval_is_an_envelope_the_model_never_reads_and_resumes_the_model_turn() {
+        let mut task = awaiting_approval();
+        let control = Message::new(
+            MessageRole::User,
+            "m2",
+            vec![Part::data(
+                serde_json::json!({"kind": "control", "action": "approve"}),
+            )],
+        );
+        let class = Class::Decide { approve: true };
+        let approval = receive(&mut task, control, &class, &alice());
+        let received = task.record.history.last().expect("the control");
+        assert_eq!(
+            received.metadata.get(transcript::HARNESS_KEY),
+            Some(&serde_json::json!("envelope"))
+        );
+        start_turn(&mut task, &class, &alice(), approval, "");
+        assert!(task.record.pending_approval.is_empty(), "decided");
+        let Some(Turn {
+            work:
+                TurnWork::Model {
+                    approval: Some(decision),
+                    ..
+                },
+            ..
+        }) = &task.record.turn
+        else {
+            panic!("a model turn carrying the decision: {:?}", task.record.turn);
+        };
+        assert!(decision.approved && !decision.implicit);
+    }
+
+    #[test]
+    fn a_participants_event_starts_no_turn() {
+        let mut task = model_turn(Lifecycle::Conversation);
+        let _ = finish(
+            &mut task,
+            reply("hi", Vec::new(), None),
+            &TaskSettings::default(),
+        );
+        let class = Class::Participants(vec![alice()]);
+        let event = Message::new(MessageRole::User, "m2", vec![Part::text("{}")]);
+        let approval = receive(&mut task, event, &class, &alice());
+        start_turn(&mut task, &class, &alice(), approval, "");
+        assert!(task.record.turn.is_none(), "{:?}", task.record.turn);
     }
 }

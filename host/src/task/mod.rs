@@ -21,9 +21,9 @@
 //!   `subtasks`: delegated tasks; `screen`: the `request.received` and
 //!   `task.created` policy points; `notify`: notification hooks; `suggest`:
 //!   command completion for renderers.
-//! * `lifecycle`: what ends a turn does to a task (park, complete,
-//!   conclude, fail), as decisions over the task with no I/O, which the
-//!   actor carries out; `state`: a task as a plain value and the only way
+//! * `lifecycle`: what accepting a message and ending a turn do to a task
+//!   (start a turn, park, complete, conclude, fail), as decisions over the
+//!   task with no I/O, which the actor carries out; `state`: a task as a plain value and the only way
 //!   it changes;
 //!   `journal`: those changes on their way to the store (`crate::store`),
 //!   committed before anyone hears of them; `events`: the streams clients
