@@ -298,7 +298,7 @@ pub struct CommandCall<'a> {
 }
 
 /// Why a command produced no outcome, as the sender is told.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum CommandFailure {
     /// The arguments do not fit; the message includes the usage line.
     #[error("{0}")]

@@ -154,8 +154,10 @@ pub trait TaskStore: Send + Sync + 'static {
     fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>>;
 }
 
-/// Everything one commit changes in one task.
-#[derive(Clone, Debug)]
+/// Everything one commit changes in one task. Serializable, so a write can
+/// be made by another process than the one that decided it (the Temporal
+/// engine's workers commit what a workflow decided).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TaskWrite {
     pub task_id: String,
     /// Set on the write that creates the task.
@@ -173,7 +175,7 @@ pub struct TaskWrite {
 }
 
 /// Facts about a task fixed when it is created.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Created {
     /// The participant whose message started it (none for a sub-task).
     pub created_by: Option<String>,
@@ -182,7 +184,7 @@ pub struct Created {
 }
 
 /// A task's snapshot and the columns it is found by.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Head {
     pub context_id: String,
     /// The A2A state name, e.g. `TASK_STATE_INPUT_REQUIRED`.
@@ -201,7 +203,7 @@ pub struct Head {
 }
 
 /// One change in a task's log.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LogEntry {
     /// The entry's place in the task's log, from 0 (the creation).
     pub position: u64,
@@ -216,7 +218,7 @@ pub struct LogEntry {
 }
 
 /// A stream event as clients received it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredEvent {
     /// The task's event sequence number.
     pub seq: u64,
@@ -225,7 +227,7 @@ pub struct StoredEvent {
 }
 
 /// A message in a task's history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredMessage {
     /// Its place in the history, from 0.
     pub position: u64,
@@ -234,7 +236,7 @@ pub struct StoredMessage {
 }
 
 /// An artifact of a task.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredArtifact {
     /// Its place among the task's artifacts, from 0.
     pub position: u64,

@@ -7,7 +7,7 @@
 //! functions of the record, so the service can check early and the task's
 //! actor can check again, authoritatively, before it acts.
 
-use super::classify::Class;
+use super::classify::Kind;
 use super::state::{Lifecycle, TaskRecord};
 use crate::a2a::error::A2aError;
 use crate::domain::Role;
@@ -57,11 +57,11 @@ pub(crate) fn admit_message(
     admins: &[String],
     sender: &str,
     context_id: Option<&str>,
-    class: &Class,
+    kind: &Kind,
 ) -> Result<Role, A2aError> {
     let role = visible(record, sender, admins)?;
     may_act(role, sender, "send messages, run commands or complete it")?;
-    if matches!(class, Class::Participants(_)) && !matches!(role, Role::Reporter | Role::Admin) {
+    if matches!(kind, Kind::Participants(_)) && !matches!(role, Role::Reporter | Role::Admin) {
         let is = with_article(role);
         return Err(refused(
             role,
@@ -167,23 +167,23 @@ mod tests {
         let task = record();
         let none: &[String] = &[];
         assert!(matches!(
-            admit_message(&task, none, "mallory", None, &Class::Ordinary),
+            admit_message(&task, none, "mallory", None, &Kind::Ordinary),
             Err(A2aError::TaskNotFound { .. })
         ));
         assert!(matches!(
-            admit_message(&task, none, "bob", None, &Class::Complete),
+            admit_message(&task, none, "bob", None, &Kind::Complete),
             Err(A2aError::RoleRefused { role, .. }) if role == "watcher"
         ));
         assert!(matches!(
-            admit_message(&task, none, "carol", None, &Class::Participants(Vec::new())),
+            admit_message(&task, none, "carol", None, &Kind::Participants(Vec::new())),
             Err(A2aError::RoleRefused { role, .. }) if role == "assignee"
         ));
         assert!(matches!(
-            admit_message(&task, none, "alice", Some("other"), &Class::Ordinary),
+            admit_message(&task, none, "alice", Some("other"), &Kind::Ordinary),
             Err(A2aError::InvalidParams { .. })
         ));
         assert_eq!(
-            admit_message(&task, none, "carol", Some("c1"), &Class::Complete).ok(),
+            admit_message(&task, none, "carol", Some("c1"), &Kind::Complete).ok(),
             Some(Role::Assignee)
         );
         assert!(matches!(

@@ -37,7 +37,7 @@ use std::sync::{Arc, Weak};
 use tokio::sync::{mpsc, oneshot};
 
 use super::access;
-use super::agent::AgentTurn;
+use super::agent::ModelTurn;
 use super::classify::{self, Class};
 use super::completion;
 use super::directory::Directory;
@@ -54,7 +54,6 @@ use super::participants;
 use super::recovery::{self, Resume};
 use super::state::{Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork};
 use super::subtasks::{self, Report};
-use super::tools::Toolbox;
 use super::transcript;
 use super::turn;
 use crate::a2a::error::A2aError;
@@ -348,7 +347,7 @@ impl TaskActor {
             admins,
             &submission.sender,
             context_id,
-            &submission.class,
+            &submission.class.kind(),
         )?;
         if let Class::Participants(grants) = &submission.class {
             participants::check_grants(&self.record.participants, grants)?;
@@ -473,12 +472,13 @@ impl TaskActor {
         // A message-only answer belongs to the turn that made it.
         self.direct_reply = None;
         let starts_task = self.record.history_len == 0;
-        let approval = lifecycle::receive(self, message, &class, &sender);
+        let kind = class.kind();
+        let approval = lifecycle::receive(self, message, &kind, &sender);
         // A stream of a new task opens on it as submitted, before the WORKING
         // update (A2A's order); everyone else sees the task as its turn starts.
         let submitted =
             (stream && starts_task).then(|| (self.record.seq, self.render(history_length)));
-        lifecycle::start_turn(self, &class, &sender, approval, &text);
+        lifecycle::start_turn(self, &kind, &sender, approval, &text);
         // What the sender sees accepted: the task as its turn starts.
         let answer_watch = (submitted.is_some() && self.record.lifecycle == Lifecycle::Task)
             .then(AnswerWatch::default);
@@ -555,71 +555,15 @@ impl TaskActor {
     // --- Turns ---------------------------------------------------------------------------
 
     fn start_model_turn(&mut self) {
-        let registry = self.env.registries.current();
-        let settings = &self.env.settings;
-        let entry = self.env.models.get(&self.record.model).cloned();
-        // Declared tools are offered by the role of whoever started the turn.
-        let role = match &self.record.turn {
-            Some(Turn {
-                work:
-                    TurnWork::Model {
-                        sender: Some(sender),
-                        ..
-                    },
-                ..
-            }) => sender.role,
-            _ => Role::Reporter,
-        };
-        // The approval applies to the turn's first run only: after a restart
-        // an approved call that was running is never run again.
-        let approval = match &self.record.turn {
-            Some(Turn {
-                work: TurnWork::Model { approval, .. },
-                attempt: 1,
-            }) => approval.clone(),
-            _ => None,
-        };
-        let needing_approval = &settings.agent.tools_needing_approval;
-        let tools = match self.record.lifecycle {
-            // A one-shot task is a participant's too: it may delegate and ask.
-            Lifecycle::Conversation | Lifecycle::Task => {
-                Toolbox::conversation(&registry, role, needing_approval)
-            }
-            Lifecycle::Delegated { .. } => Toolbox::delegated(&registry, role, needing_approval),
-        };
-        let system = settings.agent.system_prompt.clone();
-        let budget = entry.as_ref().map_or(u64::MAX, |entry| {
-            transcript_budget(entry, system.as_deref(), &tools)
-        });
-        let message_id = match self.record.lifecycle {
-            Lifecycle::Delegated { .. } => None,
-            Lifecycle::Conversation | Lifecycle::Task => self.turn_message.clone(),
-        };
-        let turn = AgentTurn {
-            registry,
-            model: entry,
-            message_id,
-            model_name: self.record.model.clone(),
-            effort: self.record.effort.parse().unwrap_or_default(),
-            system,
-            max_tool_rounds: settings.agent.max_tool_rounds,
-            task: self.view(),
-            transcript: transcript::Transcript::default(),
-            tools,
-            approval,
-        };
-        // The actor holds no history: the turn reads what fits its model's
-        // window from the store (everything before it is committed).
-        let store = Arc::clone(&self.env.store);
-        let task_id = self.record.id.clone();
-        self.job = Some(Job::spawn(move |link| async move {
-            match transcript::read(store.as_ref(), &task_id, budget).await {
-                Ok(transcript) => AgentTurn { transcript, ..turn }.run(link).await,
-                Err(error) => TurnOutput::untraced(TurnEnd::Failed(format!(
-                    "the conversation could not be read from the store: {error}"
-                ))),
-            }
-        }));
+        // The approval and the turn's message id come from the record and
+        // the actor: what a model turn needs of the task is taken now.
+        let turn = ModelTurn::prepare(
+            &self.env,
+            &self.record,
+            self.view(),
+            self.turn_message.clone(),
+        );
+        self.job = Some(Job::spawn(move |link| turn.run(link)));
     }
 
     fn start_completion(&mut self, requested_by: Participant, task: TaskView) {
@@ -1198,26 +1142,6 @@ fn taken(message: &Message) -> A2aError {
         "message.messageId",
         format!("messageId `{id}` is already used by another message of this task"),
     )
-}
-
-/// How many tokens of conversation fit a request to `entry`: its window,
-/// less what the answer, the system prompt and the tools' schemas take.
-fn transcript_budget(
-    entry: &crate::model::ModelEntry,
-    system: Option<&str>,
-    tools: &Toolbox,
-) -> u64 {
-    let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
-    let schemas: usize = tools
-        .specs()
-        .iter()
-        .map(|spec| spec.name.len() + spec.description.len() + spec.input_schema.to_string().len())
-        .sum();
-    entry
-        .context_window
-        .saturating_sub(u64::from(entry.max_output_tokens.unwrap_or(0)))
-        .saturating_sub(tokens(system.map_or(0, str::len)))
-        .saturating_sub(tokens(schemas))
 }
 
 /// The running job's next step; pending forever when there is none.

@@ -23,18 +23,136 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 
+use super::env::Env;
 use super::job::{Answer, Link, Record, TurnEnd, TurnOutput};
-use super::state::ApprovalDecision;
+use super::state::{ApprovalDecision, Lifecycle, TaskRecord, Turn, TurnWork};
 use super::tools::{Called, ToolRun, Toolbox, denied};
-use super::transcript::Transcript;
+use super::transcript::{self, Transcript};
 use super::turn::hook_failure;
 use crate::commands::CommandRegistry;
 use crate::domain::{
-    ChatMessage, Effort, LlmContext, ModelEvent, ModelRequest, ModelResponse, StopReason, TaskView,
-    ToolCall, ToolOutput, Usage,
+    ChatMessage, Effort, LlmContext, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
+    TaskView, ToolCall, ToolOutput, Usage,
 };
 use crate::hooks::{HookCall, HookPoint, Operation, Phase, Trace};
 use crate::model::ModelEntry;
+use crate::store::TaskStore;
+
+/// A model turn ready to run: the agent loop, and where its transcript is
+/// read from. Both engines prepare it the same way (the embedded actor, and
+/// the Temporal engine's turn activity).
+pub(crate) struct ModelTurn {
+    turn: AgentTurn,
+    store: Arc<dyn TaskStore>,
+    task_id: String,
+    /// How many tokens of conversation the request may carry.
+    budget: u64,
+}
+
+impl ModelTurn {
+    /// The model turn `record` is running, as `env` configures it, answering
+    /// `turn_message` (a delegated task's turn answers no message).
+    pub(crate) fn prepare(
+        env: &Env,
+        record: &TaskRecord,
+        task: TaskView,
+        turn_message: Option<String>,
+    ) -> Self {
+        let registry = env.registries.current();
+        let settings = &env.settings;
+        let entry = env.models.get(&record.model).cloned();
+        // Declared tools are offered by the role of whoever started the turn.
+        let role = match &record.turn {
+            Some(Turn {
+                work:
+                    TurnWork::Model {
+                        sender: Some(sender),
+                        ..
+                    },
+                ..
+            }) => sender.role,
+            _ => Role::Reporter,
+        };
+        // The approval applies to the turn's first run only: after a restart
+        // an approved call that was running is never run again.
+        let approval = match &record.turn {
+            Some(Turn {
+                work: TurnWork::Model { approval, .. },
+                attempt: 1,
+            }) => approval.clone(),
+            _ => None,
+        };
+        let needing_approval = &settings.agent.tools_needing_approval;
+        let tools = match record.lifecycle {
+            // A one-shot task is a participant's too: it may delegate and ask.
+            Lifecycle::Conversation | Lifecycle::Task => {
+                Toolbox::conversation(&registry, role, needing_approval)
+            }
+            Lifecycle::Delegated { .. } => Toolbox::delegated(&registry, role, needing_approval),
+        };
+        let system = settings.agent.system_prompt.clone();
+        let budget = entry.as_ref().map_or(u64::MAX, |entry| {
+            transcript_budget(entry, system.as_deref(), &tools)
+        });
+        let message_id = match record.lifecycle {
+            Lifecycle::Delegated { .. } => None,
+            Lifecycle::Conversation | Lifecycle::Task => turn_message,
+        };
+        let turn = AgentTurn {
+            registry,
+            model: entry,
+            message_id,
+            model_name: record.model.clone(),
+            effort: record.effort.parse().unwrap_or_default(),
+            system,
+            max_tool_rounds: settings.agent.max_tool_rounds,
+            task,
+            transcript: Transcript::default(),
+            tools,
+            approval,
+        };
+        ModelTurn {
+            turn,
+            store: Arc::clone(&env.store),
+            task_id: record.id.clone(),
+            budget,
+        }
+    }
+
+    /// Read what fits the model's window from the store (everything before
+    /// the turn is committed), then run the agent loop.
+    pub(crate) async fn run(self, link: Link) -> TurnOutput {
+        match transcript::read(self.store.as_ref(), &self.task_id, self.budget).await {
+            Ok(transcript) => {
+                AgentTurn {
+                    transcript,
+                    ..self.turn
+                }
+                .run(link)
+                .await
+            }
+            Err(error) => TurnOutput::untraced(TurnEnd::Failed(format!(
+                "the conversation could not be read from the store: {error}"
+            ))),
+        }
+    }
+}
+
+/// How many tokens of conversation fit a request to `entry`: its window,
+/// less what the answer, the system prompt and the tools' schemas take.
+fn transcript_budget(entry: &ModelEntry, system: Option<&str>, tools: &Toolbox) -> u64 {
+    let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
+    let schemas: usize = tools
+        .specs()
+        .iter()
+        .map(|spec| spec.name.len() + spec.description.len() + spec.input_schema.to_string().len())
+        .sum();
+    entry
+        .context_window
+        .saturating_sub(u64::from(entry.max_output_tokens.unwrap_or(0)))
+        .saturating_sub(tokens(system.map_or(0, str::len)))
+        .saturating_sub(tokens(schemas))
+}
 
 /// Everything one model turn needs, taken from the task when it starts.
 pub(crate) struct AgentTurn {

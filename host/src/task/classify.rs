@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::participants;
@@ -40,6 +41,30 @@ impl Class {
             Class::Complete | Class::Decide { .. } | Class::Participants(_)
         )
     }
+
+    /// What the message is to the lifecycle.
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Class::Complete => Kind::Complete,
+            Class::Decide { approve } => Kind::Decide { approve: *approve },
+            Class::Participants(grants) => Kind::Participants(grants.clone()),
+            Class::Command(_) => Kind::Command,
+            Class::Ordinary => Kind::Ordinary,
+        }
+    }
+}
+
+/// What a classified message is, without the registry generation a command
+/// runs in: what access checks and lifecycle decisions depend on, and what
+/// crosses to another engine's workers (which run commands in their own).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Complete,
+    Decide { approve: bool },
+    Participants(Vec<Participant>),
+    Command,
+    Ordinary,
 }
 
 /// Classify `message` against the current `registry` generation.

@@ -27,7 +27,7 @@ use crate::hooks::{
 };
 
 /// The outcome of a completion request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Verdict {
     pub(crate) allowed: bool,
     /// Why it was refused (or, optionally, allowed).

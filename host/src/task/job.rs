@@ -12,6 +12,7 @@
 
 use std::future::Future;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -73,7 +74,9 @@ pub(crate) struct SubtaskEnd {
 }
 
 /// The result of a job, with what ran to produce it.
-#[derive(Debug)]
+/// Serializable: on the Temporal engine a turn runs as an activity, and
+/// this is its result.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct TurnOutput {
     pub(crate) end: TurnEnd,
     pub(crate) trace: TraceRecord,
@@ -92,7 +95,7 @@ impl TurnOutput {
 }
 
 /// How a job ended.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum TurnEnd {
     /// The model answered.
     Reply(Answer),
@@ -114,7 +117,7 @@ pub(crate) enum TurnEnd {
 
 /// The model's final answer of a turn: its text, and what an `llm.invoked`
 /// executor asked beyond it (checked by the actor, which has the limits).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Answer {
     pub(crate) text: String,
     pub(crate) artifacts: Vec<ArtifactPiece>,

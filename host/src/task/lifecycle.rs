@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use super::classify::Class;
+use super::classify::Kind;
 use super::completion::Verdict;
 use super::effects;
 use super::env::TaskSettings;
@@ -111,18 +111,18 @@ const TRACE_KEY: &str = "trace";
 pub(crate) fn receive(
     task: &mut impl Task,
     mut message: Message,
-    class: &Class,
+    kind: &Kind,
     sender: &Participant,
 ) -> Option<ApprovalDecision> {
-    match class {
-        Class::Ordinary => {}
+    match kind {
+        Kind::Ordinary => {}
         // The model never sees commands or envelopes (`transcript`).
-        Class::Command(_) => transcript::mark(&mut message, HarnessMark::Command),
-        Class::Complete | Class::Decide { .. } | Class::Participants(_) => {
+        Kind::Command => transcript::mark(&mut message, HarnessMark::Command),
+        Kind::Complete | Kind::Decide { .. } | Kind::Participants(_) => {
             transcript::mark(&mut message, HarnessMark::Envelope);
         }
     }
-    if matches!(class, Class::Ordinary) && !task.record().pending_approval.is_empty() {
+    if matches!(kind, Kind::Ordinary) && !task.record().pending_approval.is_empty() {
         let decision = ApprovalDecision {
             approved: false,
             by: sender.clone(),
@@ -134,8 +134,8 @@ pub(crate) fn receive(
         task.apply(Change::ApprovalDecided);
     }
     task.apply(Change::Received(message));
-    match class {
-        Class::Decide { approve } => Some(ApprovalDecision {
+    match kind {
+        Kind::Decide { approve } => Some(ApprovalDecision {
             approved: *approve,
             by: sender.clone(),
             implicit: false,
@@ -149,7 +149,7 @@ pub(crate) fn receive(
 /// participants event starts none (the engine records and confirms it).
 pub(crate) fn start_turn(
     task: &mut impl Task,
-    class: &Class,
+    kind: &Kind,
     sender: &Participant,
     approval: Option<ApprovalDecision>,
     text: &str,
@@ -158,19 +158,19 @@ pub(crate) fn start_turn(
     if approval.is_some() {
         task.apply(Change::ApprovalDecided);
     }
-    let work = match class {
-        Class::Ordinary | Class::Decide { .. } => TurnWork::Model {
+    let work = match kind {
+        Kind::Ordinary | Kind::Decide { .. } => TurnWork::Model {
             sender: Some(sender.clone()),
             approval,
         },
-        Class::Command(_) => TurnWork::Command {
+        Kind::Command => TurnWork::Command {
             text: text.to_owned(),
             sender: sender.clone(),
         },
-        Class::Complete => TurnWork::Completion {
+        Kind::Complete => TurnWork::Completion {
             requested_by: sender.clone(),
         },
-        Class::Participants(_) => return,
+        Kind::Participants(_) => return,
     };
     task.apply(Change::TurnStarted(Turn::first(work)));
 }
@@ -974,7 +974,7 @@ mod tests {
     fn writing_on_instead_of_approving_denies_the_calls_before_the_message() {
         let mut task = awaiting_approval();
         let message = Message::new(MessageRole::User, "m2", vec![Part::text("never mind")]);
-        let approval = receive(&mut task, message, &Class::Ordinary, &alice());
+        let approval = receive(&mut task, message, &Kind::Ordinary, &alice());
         assert!(
             approval.is_none(),
             "writing on decides nothing for the turn"
@@ -990,13 +990,7 @@ mod tests {
             "{denial}"
         );
 
-        start_turn(
-            &mut task,
-            &Class::Ordinary,
-            &alice(),
-            approval,
-            "never mind",
-        );
+        start_turn(&mut task, &Kind::Ordinary, &alice(), approval, "never mind");
         assert_eq!(task.record.state(), TaskState::Working);
         assert!(matches!(
             &task.record.turn,
@@ -1020,7 +1014,7 @@ mod tests {
                 serde_json::json!({"kind": "control", "action": "approve"}),
             )],
         );
-        let class = Class::Decide { approve: true };
+        let class = Kind::Decide { approve: true };
         let approval = receive(&mut task, control, &class, &alice());
         let received = task.record.history.last().expect("the control");
         assert_eq!(
@@ -1051,7 +1045,7 @@ mod tests {
             reply("hi", Vec::new(), None),
             &TaskSettings::default(),
         );
-        let class = Class::Participants(vec![alice()]);
+        let class = Kind::Participants(vec![alice()]);
         let event = Message::new(MessageRole::User, "m2", vec![Part::text("{}")]);
         let approval = receive(&mut task, event, &class, &alice());
         start_turn(&mut task, &class, &alice(), approval, "");

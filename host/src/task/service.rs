@@ -662,7 +662,7 @@ impl TaskService {
         keeps_lifecycle(&record, &message)?;
         let class = classify::classify(&message, &registry)?;
         let context_id = message.context_id.as_deref();
-        access::admit_message(&record, admins, &caller.id, context_id, &class)?;
+        access::admit_message(&record, admins, &caller.id, context_id, &class.kind())?;
         let view = record.view(&env.settings.selectable_models);
         let sender = Participant {
             id: caller.id.clone(),
