@@ -17,6 +17,8 @@
 //! - [`model`]: model providers (OpenAI-compatible, Anthropic), with a
 //!   deterministic offline default;
 //! - [`store`]: where tasks are kept (an embedded SQLite event log, or memory);
+//! - `temporal` (feature `temporal`): a second task engine, one Temporal
+//!   workflow per task, for running on several servers;
 //! - [`push`]: push notifications: webhook configurations and their delivery;
 //! - [`outbound`]: the HTTP clients that call out (webhooks, remote
 //!   executors), over http or https;
@@ -42,6 +44,8 @@ pub mod secret;
 pub mod server;
 pub mod store;
 pub mod task;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 pub mod tools;
 
 // The fuzz targets: replayed by `cargo test`, run by `cargo fuzz` (tests/fuzz).

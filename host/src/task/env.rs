@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::commands::Registries;
 use crate::model::Models;
@@ -77,7 +77,7 @@ impl Default for AgentSettings {
 
 /// What a task may grow to (`[limits]`); each is checked where the growth
 /// happens, with an error naming the limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskLimits {
     /// Messages in one task's history; beyond it, new messages are refused
     /// (a conversation this long continues in a new task of its context).

@@ -50,7 +50,7 @@ pub(crate) enum Step {
 
 /// Tool activity the agent loop journals as it happens, so a restart knows
 /// what already ran.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Record {
     /// The model called tools (after writing `text`).
     ToolCalls { text: String, calls: Vec<ToolCall> },

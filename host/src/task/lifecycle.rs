@@ -26,7 +26,7 @@ use super::env::TaskSettings;
 use super::job::{Answer, Record, TurnEnd, TurnOutput};
 use super::state::{
     ApprovalDecision, Change, Lifecycle, PENDING_APPROVAL_KEY, REPLY_MESSAGE_KEY, StatusChange,
-    SubState, TaskRecord, Turn, TurnWork,
+    SubState, TaskRecord, Turn, TurnWork, new_id,
 };
 use super::tools::denied;
 use super::transcript::{self, HarnessMark};
@@ -44,6 +44,17 @@ pub(crate) trait Task {
     /// Delegate `goal` to a new sub-task, listed on this task (a
     /// [`Change::Subtask`]) by the time this returns.
     fn spawn_subtask(&mut self, goal: &str) -> Result<SubtaskView, String>;
+    /// An id for the next message the agent writes: a fresh one by default;
+    /// a workflow's engine makes the same ones each time it replays.
+    fn message_id(&mut self) -> String {
+        new_id()
+    }
+}
+
+/// A message from the agent in `task`.
+fn agent_message(task: &mut impl Task, text: String, data: Option<Value>) -> Message {
+    let id = task.message_id();
+    task.record().agent_message_with_id(id, text, data)
 }
 
 /// What the engine does once a decision's changes are applied.
@@ -192,7 +203,7 @@ pub(crate) fn record(task: &mut impl Task, record: Record) {
         Record::ToolCalls { text, calls } => transcript::tool_calls_parts(text, calls),
         Record::ToolResult(output) => transcript::tool_result_parts(output),
     };
-    let mut message = task.record().agent_message(String::new(), None);
+    let mut message = agent_message(task, String::new(), None);
     message.parts = parts;
     message.metadata = metadata;
     task.apply(Change::Status(StatusChange::recorded(message)));
@@ -472,7 +483,7 @@ fn finish_one_shot(
         TurnEnd::AwaitingApproval(calls) => return await_approval(task, calls, ending),
     };
     let data = ending.data.clone();
-    let reply = ending_message(task.record(), text, ending);
+    let reply = ending_message(task, text, ending);
     let reply_id = reply.message_id.clone();
     let artifact = task.record().reply_artifact(&reply, data.as_ref());
     task.apply(Change::Status(StatusChange::recorded(reply)));
@@ -506,7 +517,7 @@ pub(crate) fn conclusion(task: &mut impl Task, requested_by: Participant) -> Nex
         open.len(),
         open.join(", ")
     );
-    let message = task.record().agent_message(waiting, None);
+    let message = agent_message(task, waiting, None);
     task.apply(Change::Status(StatusChange::progress(message)));
     Next::Continue
 }
@@ -583,7 +594,7 @@ pub(crate) fn interrupted(task: &mut impl Task, why: String) -> Next {
 
 /// End the turn in `INPUT_REQUIRED` with the agent's `text`.
 fn end_turn(task: &mut impl Task, text: String, sub_state: SubState, ending: Ending) -> Next {
-    let reply = ending_message(task.record(), text, ending);
+    let reply = ending_message(task, text, ending);
     task.apply(Change::Status(StatusChange::parked(reply, sub_state)));
     Next::TurnEnded
 }
@@ -600,15 +611,15 @@ pub(crate) fn conclude(
     text: String,
     ending: Ending,
 ) -> Next {
-    let message = ending_message(task.record(), text, ending);
+    let message = ending_message(task, text, ending);
     task.apply(Change::Status(StatusChange::finished(state, message)));
     Next::TurnEnded
 }
 
 /// The agent message that ends a turn: its text and data, what it is to
 /// the model, and the turn's trace.
-fn ending_message(record: &TaskRecord, text: String, ending: Ending) -> Message {
-    let mut message = record.agent_message(text, ending.data);
+fn ending_message(task: &mut impl Task, text: String, ending: Ending) -> Message {
+    let mut message = agent_message(task, text, ending.data);
     if let Some(mark) = ending.mark {
         transcript::mark(&mut message, mark);
     }

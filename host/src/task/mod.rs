@@ -29,32 +29,32 @@
 //!   committed before anyone hears of them; `events`: the streams clients
 //!   read; `listing`: `ListTasks`.
 
-mod access;
+pub(crate) mod access;
 mod actor;
-mod agent;
+pub(crate) mod agent;
 pub(crate) mod classify;
-mod completion;
+pub(crate) mod completion;
 mod directory;
 mod effects;
-mod env;
+pub(crate) mod env;
 mod events;
-mod inbox;
-mod job;
-mod journal;
-mod lifecycle;
+pub(crate) mod inbox;
+pub(crate) mod job;
+pub(crate) mod journal;
+pub(crate) mod lifecycle;
 mod listing;
 mod notify;
-mod participants;
+pub(crate) mod participants;
 mod recovery;
 mod reply_stream;
 mod screen;
 mod service;
-mod state;
+pub(crate) mod state;
 mod subtasks;
 mod suggest;
 mod tools;
 mod transcript;
-mod turn;
+pub(crate) mod turn;
 
 #[cfg(test)]
 mod tests;

@@ -119,6 +119,9 @@ struct Inner {
     /// dropping the service stops them.
     directory: Arc<Directory>,
     retain_terminal: Option<Duration>,
+    /// Set when the tasks run on Temporal instead of in actors here.
+    #[cfg(feature = "temporal")]
+    temporal: Option<crate::temporal::TemporalFront>,
 }
 
 impl TaskService {
@@ -153,8 +156,40 @@ impl TaskService {
                 env,
                 directory: Arc::new(directory),
                 retain_terminal: durability.retain_terminal,
+                #[cfg(feature = "temporal")]
+                temporal: None,
             }),
         }
+    }
+
+    /// A service whose tasks run on Temporal (`engine`), read from
+    /// `durability`'s store, which every server of the deployment shares;
+    /// with `run_worker`, this process also runs a worker for them.
+    #[cfg(feature = "temporal")]
+    pub fn on_temporal(
+        settings: TaskSettings,
+        registries: Registries,
+        models: Models,
+        durability: Durability,
+        engine: crate::temporal::TemporalEngine,
+        run_worker: bool,
+    ) -> Result<Self, String> {
+        let service = Self::with_durability(settings, registries, models, durability);
+        let Inner {
+            env,
+            directory,
+            retain_terminal,
+            ..
+        } = Arc::into_inner(service.inner).ok_or("the service is not shared yet")?;
+        let temporal = crate::temporal::TemporalFront::new(engine, &env, run_worker)?;
+        Ok(TaskService {
+            inner: Arc::new(Inner {
+                env,
+                directory,
+                retain_terminal,
+                temporal: Some(temporal),
+            }),
+        })
     }
 
     /// Bring back what a restart interrupted: read the push configurations
@@ -165,6 +200,10 @@ impl TaskService {
         let push = &self.inner.env.push;
         push.load().await.map_err(A2aError::from)?;
         push.resend_undelivered().await.map_err(A2aError::from)?;
+        if self.temporal().is_some() {
+            // The cluster resumes its workflows itself.
+            return Ok(0);
+        }
         let resumed = self.resume().await?;
         if resumed > 0 {
             tracing::info!(
@@ -310,6 +349,12 @@ impl TaskService {
         request: SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
         request.validate()?;
+        if self.temporal().is_some() {
+            return Err(A2aError::UnsupportedOperation(
+                "streaming a turn is not served on the Temporal engine yet; use SendMessage"
+                    .to_owned(),
+            ));
+        }
         let configuration = request.configuration.unwrap_or_default();
         let history_length = configuration.history_length;
         let push = configuration.task_push_notification_config;
@@ -383,6 +428,11 @@ impl TaskService {
         // already says no.
         let record = self.head(&request.id).await?;
         access::admit_cancel(&record, &self.inner.env.settings.admins, &caller.id)?;
+        #[cfg(feature = "temporal")]
+        if let Some(temporal) = self.temporal() {
+            temporal.cancel(&request.id, &caller.id).await?;
+            return Ok(self.load(&request.id, None).await?.to_task(None));
+        }
         let by = Canceller::Participant(caller.id.clone());
         let rendered = self
             .ask(&request.id, |reply| Command::Cancel { by, reply })
@@ -407,6 +457,11 @@ impl TaskService {
         access::visible(&record, &caller.id, &self.inner.env.settings.admins)?;
         if record.is_terminal() {
             return Err(finished(&record));
+        }
+        if self.temporal().is_some() {
+            return Err(A2aError::UnsupportedOperation(
+                "SubscribeToTask is not served on the Temporal engine yet".to_owned(),
+            ));
         }
         // Subscribe before the snapshot: events in between are then
         // received twice rather than lost, and the sequence number drops
@@ -721,11 +776,6 @@ impl TaskService {
             self.register_push(caller, &task_id, config).await?;
         }
         let created_by = caller.id.clone();
-        actor::spawn(
-            &self.inner.directory,
-            record,
-            Start::Conversation { created_by },
-        )?;
         let submission = Submission {
             message,
             class,
@@ -733,6 +783,15 @@ impl TaskService {
             checked_at: Some(0),
             ..submission
         };
+        #[cfg(feature = "temporal")]
+        if let Some(temporal) = self.temporal() {
+            return temporal.start(self, record, created_by, submission).await;
+        }
+        actor::spawn(
+            &self.inner.directory,
+            record,
+            Start::Conversation { created_by },
+        )?;
         // The first commit creates the task with this message, or neither
         // happens.
         self.submit(&task_id, submission).await
@@ -773,8 +832,23 @@ impl TaskService {
     // --- Reaching tasks ------------------------------------------------------------------
 
     async fn submit(&self, task_id: &str, submission: Submission) -> Result<Admitted, A2aError> {
+        #[cfg(feature = "temporal")]
+        if let Some(temporal) = self.temporal() {
+            return temporal.submit(self, task_id, submission).await;
+        }
         self.ask(task_id, |reply| Command::Submit { submission, reply })
             .await
+    }
+
+    /// The Temporal engine's front, when the tasks run there.
+    #[cfg(feature = "temporal")]
+    fn temporal(&self) -> Option<&crate::temporal::TemporalFront> {
+        self.inner.temporal.as_ref()
+    }
+
+    #[cfg(not(feature = "temporal"))]
+    fn temporal(&self) -> Option<std::convert::Infallible> {
+        None
     }
 
     async fn ask<T>(
@@ -786,7 +860,11 @@ impl TaskService {
     }
 
     /// Task `task_id` as stored, with at most `history` recent messages.
-    async fn load(&self, task_id: &str, history: Option<usize>) -> Result<TaskRecord, A2aError> {
+    pub(crate) async fn load(
+        &self,
+        task_id: &str,
+        history: Option<usize>,
+    ) -> Result<TaskRecord, A2aError> {
         let stored = self
             .inner
             .env

@@ -429,12 +429,23 @@ impl TaskRecord {
 
     /// A message from the agent in this task.
     pub(crate) fn agent_message(&self, text: impl Into<String>, data: Option<Value>) -> Message {
+        self.agent_message_with_id(new_id(), text, data)
+    }
+
+    /// A message from the agent in this task, with the id its engine chose
+    /// (a workflow's must be the same each time its history is replayed).
+    pub(crate) fn agent_message_with_id(
+        &self,
+        id: String,
+        text: impl Into<String>,
+        data: Option<Value>,
+    ) -> Message {
         let mut parts = vec![Part::text(text)];
         parts.extend(data.map(Part::data));
         Message {
             task_id: Some(self.id.clone()),
             context_id: Some(self.context_id.clone()),
-            ..Message::new(MessageRole::Agent, new_id(), parts)
+            ..Message::new(MessageRole::Agent, id, parts)
         }
     }
 

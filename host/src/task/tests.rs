@@ -30,6 +30,8 @@ mod agent;
 mod answers;
 mod cost;
 mod durable;
+#[cfg(feature = "temporal")]
+mod temporal;
 
 // --- Fixtures --------------------------------------------------------------------------------
 

@@ -1,0 +1,178 @@
+//! What a task's workflow asks a worker to do: run a turn, store a step.
+//!
+//! A turn runs exactly as on the embedded engine (`ModelTurn`, the command
+//! body, the `task.complete` decision), on the worker's own registries,
+//! models and store. Its steps do not reach the workflow while it runs: the
+//! tool activity it journals comes back with its result and is recorded
+//! before the reply; its progress and streamed text are not kept yet.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+
+use crate::domain::{Participant, TaskView};
+use crate::store::{StoreError, TaskStore, TaskWrite};
+use crate::task::agent::ModelTurn;
+use crate::task::completion;
+use crate::task::env::Env;
+use crate::task::job::{Job, Record, Step, TurnEnd, TurnOutput};
+use crate::task::state::TaskRecord;
+use crate::task::turn;
+
+/// The model turn a task is running.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ModelTurnRequest {
+    /// The task's head as the turn starts (its `turn` says whose it is).
+    pub head: String,
+    pub view: TaskView,
+    /// The participant's message the turn answers.
+    pub turn_message: Option<String>,
+}
+
+/// A command, with the task as its message found it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommandTurn {
+    pub text: String,
+    pub sender: Participant,
+    pub view: TaskView,
+}
+
+/// The `task.complete` decision on behalf of `requested_by`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompletionTurn {
+    pub requested_by: Participant,
+    pub view: TaskView,
+}
+
+/// How a turn ended, and the tool activity it journaled on the way.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TurnResult {
+    pub output: TurnOutput,
+    pub records: Vec<Record>,
+}
+
+impl TurnResult {
+    pub(super) fn failed(reason: impl Into<String>) -> Self {
+        TurnResult {
+            output: TurnOutput::untraced(TurnEnd::Failed(reason.into())),
+            records: Vec::new(),
+        }
+    }
+}
+
+/// A worker's activities, on the worker's own task environment.
+pub struct TaskActivities {
+    env: Arc<Env>,
+}
+
+impl TaskActivities {
+    pub(super) fn new(env: Arc<Env>) -> Self {
+        TaskActivities { env }
+    }
+}
+
+#[activities]
+impl TaskActivities {
+    /// Store a step the workflow decided. Retried until it lands, so a
+    /// write the store already holds (the first attempt committed, its
+    /// answer was lost) is success.
+    #[activity]
+    pub async fn commit(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        write: TaskWrite,
+    ) -> Result<(), ActivityError> {
+        let store = self.env.store.as_ref();
+        let task_id = write.task_id.clone();
+        let last = write.entries.last().map(|entry| entry.position);
+        match store.commit(vec![write]).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::Conflict(conflict)) if already_stored(store, task_id, last).await => {
+                tracing::debug!(%conflict, "a projected write was already stored");
+                Ok(())
+            }
+            Err(error) => Err(anyhow::anyhow!(error).into()),
+        }
+    }
+
+    /// A model turn: the agent loop with its tools.
+    #[activity]
+    pub async fn model_turn(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        request: ModelTurnRequest,
+    ) -> Result<TurnResult, ActivityError> {
+        let record = TaskRecord::from_head(&request.head).map_err(anyhow::Error::msg)?;
+        let turn = ModelTurn::prepare(&self.env, &record, request.view, request.turn_message);
+        Ok(drain(Job::spawn(move |link| turn.run(link))).await)
+    }
+
+    /// A command body; the workflow never retries it.
+    #[activity]
+    pub async fn command_turn(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        request: CommandTurn,
+    ) -> Result<TurnResult, ActivityError> {
+        let registry = self.env.registries.current();
+        let CommandTurn { text, sender, view } = request;
+        let job = Job::spawn(move |_| turn::command_turn(registry, text, sender, view));
+        Ok(drain(job).await)
+    }
+
+    /// The `task.complete` decision.
+    #[activity]
+    pub async fn completion_turn(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        request: CompletionTurn,
+    ) -> Result<TurnResult, ActivityError> {
+        let registry = self.env.registries.current();
+        let CompletionTurn { requested_by, view } = request;
+        let open: Vec<_> = view.open_subtasks().cloned().collect();
+        let context = completion::context(view, &requested_by, &open);
+        let job = Job::spawn(|_| async move {
+            let trace = crate::hooks::Trace::default();
+            let verdict = completion::decide(registry, context, &trace).await;
+            TurnOutput {
+                trace: trace.finish(),
+                ..TurnOutput::untraced(TurnEnd::Completion(verdict))
+            }
+        });
+        Ok(drain(job).await)
+    }
+}
+
+/// Whether the store already holds a task at log position `last` or later.
+async fn already_stored(store: &dyn TaskStore, task_id: String, last: Option<u64>) -> bool {
+    let Ok(Some(head)) = store.head(task_id).await else {
+        return false;
+    };
+    match (TaskRecord::from_head(&head), last) {
+        (Ok(record), Some(last)) => record.changes >= last,
+        (Ok(_), None) => true,
+        (Err(_), _) => false,
+    }
+}
+
+/// Run a turn to its end, keeping what it journals.
+async fn drain(mut job: Job) -> TurnResult {
+    let mut records = Vec::new();
+    loop {
+        match job.next().await {
+            Some(Step::Record(record, committed)) => {
+                records.push(record);
+                let _ = committed.send(());
+            }
+            Some(Step::Progress(_) | Step::Delta(_)) => {}
+            Some(Step::Spawn { answer, .. }) => {
+                let refusal = "sub-tasks are not delegated on the Temporal engine yet";
+                let _ = answer.send(Err(refusal.to_owned()));
+            }
+            Some(Step::Done(output)) => return TurnResult { output, records },
+            None => return TurnResult::failed("the turn stopped unexpectedly"),
+        }
+    }
+}
