@@ -1443,13 +1443,7 @@ mod tests {
             options.location,
             StoreLocation::File(dir.path().join("data/t.db"))
         );
-        assert_eq!(
-            options.sqlite,
-            SqliteOptions {
-                synchronous: Synchronous::Full,
-                max_wal_bytes: 8 << 20,
-            }
-        );
+        assert_eq!(options.sqlite, SqliteOptions::bounded(Synchronous::Full, 8));
         assert_eq!(
             config.store.retention(),
             Some(Duration::from_secs(2 * 86_400))

@@ -66,6 +66,38 @@ impl DatabaseLock {
         write_holder(&mut file).map_err(|error| unavailable(error.to_string()))?;
         Ok(DatabaseLock { _file: file })
     }
+
+    /// Take a share of the lock of `database`, for a store several processes
+    /// write (`SqliteOptions::shared`): any number of them may hold it, but
+    /// not while a server owns the database alone, nor that server while
+    /// they do.
+    pub(crate) fn share(database: &Path) -> Result<Self, StoreError> {
+        let path = lock_path(database);
+        let unavailable = |problem: String| {
+            StoreError::Unavailable(format!("cannot lock {}: {problem}", path.display()))
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|error| unavailable(error.to_string()))?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(DatabaseLock { _file: file }),
+            Err(TryLockError::WouldBlock) => {
+                let holder = match read_holder(&mut file) {
+                    Some(pid) => format!("process {pid}"),
+                    None => "another process".to_owned(),
+                };
+                Err(StoreError::Unavailable(format!(
+                    "the task store {} is owned by {holder}, a tiny-harness server on the                      embedded engine, which shares it with no other process: stop it first, or                      give the Temporal engine's servers another `[store] path`",
+                    database.display()
+                )))
+            }
+            Err(TryLockError::Error(error)) => Err(unavailable(error.to_string())),
+        }
+    }
 }
 
 fn read_holder(file: &mut File) -> Option<u32> {
@@ -101,5 +133,19 @@ mod tests {
         assert!(message.contains("t.db"), "{message}");
         drop(first);
         DatabaseLock::acquire(&database).expect("free again");
+    }
+
+    #[test]
+    fn shares_of_a_lock_coexist_and_exclude_its_owner_both_ways() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("t.db");
+        let one = DatabaseLock::share(&database).expect("a share");
+        let two = DatabaseLock::share(&database).expect("another share");
+        DatabaseLock::acquire(&database).expect_err("shared, so not owned alone");
+        drop((one, two));
+        let owner = DatabaseLock::acquire(&database).expect("owned alone");
+        let refused = DatabaseLock::share(&database).expect_err("owned");
+        assert!(refused.to_string().contains("embedded engine"), "{refused}");
+        drop(owner);
     }
 }

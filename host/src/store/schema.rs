@@ -16,6 +16,8 @@
 //! * `push_configs`: push-notification configurations, each with the number
 //!   of the last event delivered to it (`delivered_seq`): the log is the
 //!   outbox, and a restart resends what comes after.
+//! * `counters`: the last write revision, kept there only while several
+//!   processes share the store.
 //!
 //! The version is `PRAGMA user_version`; a newer one than this build knows
 //! is refused rather than misread, an older one is upgraded in place:
@@ -28,11 +30,16 @@
 //!   existing task goes through the `(task_id, message_id)` key), so an
 //!   index of every message's id was one more B-tree written per message
 //!   for lookups that only ever wanted position 0.
+//! * 3 -> 4: `counters`, the last write revision handed out, for a store
+//!   several processes write (`SqliteOptions::shared`): each of their
+//!   transactions takes the next revisions from it. A store one process
+//!   owns keeps the counter in memory and leaves the row alone, so a shared
+//!   open first brings it up to the tasks' highest revision.
 
 use rusqlite::Connection;
 
 /// The schema version this build writes.
-pub(super) const VERSION: i64 = 3;
+pub(super) const VERSION: i64 = 4;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -116,6 +123,16 @@ DROP INDEX IF EXISTS messages_by_id;
 CREATE INDEX IF NOT EXISTS messages_first ON messages (message_id) WHERE position = 0;
 ";
 
+/// Version 3 to 4 (and part of a new database): the shared revision counter.
+const COUNTERS: &str = "
+CREATE TABLE IF NOT EXISTS counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters (name, value)
+    SELECT 'write_rev', COALESCE(MAX(write_rev), 0) FROM tasks;
+";
+
 /// Create the tables in a new database, upgrade an older one; refuse a
 /// database from a newer version.
 pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
@@ -131,9 +148,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
     // A fresh database gets the current tables at once; an older one is
     // upgraded step by step, all in one transaction.
     let steps = match found {
-        0 => TABLES.to_owned(),
-        1 => format!("{DELIVERY_CURSORS} {FIRST_MESSAGES}"),
-        2 => FIRST_MESSAGES.to_owned(),
+        0 => format!("{TABLES} {COUNTERS}"),
+        1 => format!("{DELIVERY_CURSORS} {FIRST_MESSAGES} {COUNTERS}"),
+        2 => format!("{FIRST_MESSAGES} {COUNTERS}"),
+        3 => COUNTERS.to_owned(),
         _ => return Ok(()),
     };
     connection

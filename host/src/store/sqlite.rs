@@ -66,6 +66,13 @@ pub struct SqliteOptions {
     /// readers of older pages so that it can start over, and its file is
     /// cut back to this size. It can grow past it between checkpoints.
     pub max_wal_bytes: u64,
+    /// Whether several processes write the database: the servers and
+    /// workers of the Temporal engine, where each task's workflow orders its
+    /// writes. A shared store takes a share of the lock (`lock`), and each
+    /// transaction takes its write revisions from the `counters` table
+    /// rather than from its process's memory. Never for the embedded engine:
+    /// two servers there would each run the other's tasks.
+    pub shared: bool,
 }
 
 impl SqliteOptions {
@@ -79,6 +86,15 @@ impl SqliteOptions {
         SqliteOptions {
             synchronous,
             max_wal_bytes: u64::from(max_wal_mib) << 20,
+            shared: false,
+        }
+    }
+
+    /// The same, for a database several processes write.
+    pub fn shared(self) -> Self {
+        SqliteOptions {
+            shared: true,
+            ..self
         }
     }
 }
@@ -109,7 +125,8 @@ impl Synchronous {
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     readers: Arc<Readers>,
-    /// This server's claim on the database, for as long as the store lives.
+    /// This process's claim on the database (alone, or a share of it), for
+    /// as long as the store lives.
     _lock: DatabaseLock,
 }
 
@@ -139,7 +156,10 @@ impl SqliteStore {
                 StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
             })?;
         }
-        let lock = DatabaseLock::acquire(path)?;
+        let lock = match options.shared {
+            true => DatabaseLock::share(path)?,
+            false => DatabaseLock::acquire(path)?,
+        };
         let opening = |error: String| {
             StoreError::Unavailable(format!(
                 "cannot open the task store {}: {error}",
@@ -156,7 +176,8 @@ impl SqliteStore {
             wal_pages(&connection, options.max_wal_bytes).map_err(|e| opening(e.to_string()))?;
         let checkpoints =
             checkpoint::spawn(checkpoints, max_wal_pages).map_err(|e| opening(e.to_string()))?;
-        let writer = Writer::new(connection, checkpoints).map_err(|e| opening(e.to_string()))?;
+        let writer = Writer::new(connection, checkpoints, options.shared)
+            .map_err(|e| opening(e.to_string()))?;
         let (jobs, queue) = mpsc::channel();
         thread::Builder::new()
             .name("task-store-writer".into())
@@ -535,12 +556,24 @@ enum Outcome {
 struct Writer {
     connection: Connection,
     checkpoints: Nudge,
-    /// The last write revision handed out (see `schema`).
+    /// The last write revision handed out (see `schema`); on a shared store,
+    /// as of this process's last transaction.
     revision: u64,
+    shared: bool,
 }
 
 impl Writer {
-    fn new(connection: Connection, checkpoints: Nudge) -> rusqlite::Result<Self> {
+    fn new(connection: Connection, checkpoints: Nudge, shared: bool) -> rusqlite::Result<Self> {
+        if shared {
+            // The counter may lag behind what a process owning the store
+            // wrote (it keeps its counter in memory).
+            connection.execute_batch(
+                "BEGIN IMMEDIATE;
+                 UPDATE counters SET value = MAX(value, (SELECT COALESCE(MAX(write_rev), 0) FROM tasks))
+                     WHERE name = 'write_rev';
+                 COMMIT;",
+            )?;
+        }
         let revision: i64 =
             connection.query_row("SELECT COALESCE(MAX(write_rev), 0) FROM tasks", [], |row| {
                 row.get(0)
@@ -549,7 +582,32 @@ impl Writer {
             connection,
             checkpoints,
             revision: uint(revision),
+            shared,
         })
+    }
+
+    /// Start a write transaction; on a shared store, from the revision the
+    /// last transaction of any process left.
+    fn begin(&mut self) -> rusqlite::Result<()> {
+        self.connection.execute_batch("BEGIN IMMEDIATE")?;
+        if self.shared {
+            let revision: i64 = self
+                .connection
+                .prepare_cached("SELECT value FROM counters WHERE name = 'write_rev'")?
+                .query_row([], |row| row.get(0))?;
+            self.revision = uint(revision);
+        }
+        Ok(())
+    }
+
+    /// Commit the transaction; on a shared store, with the revisions it took.
+    fn commit(&mut self) -> rusqlite::Result<()> {
+        if self.shared {
+            self.connection
+                .prepare_cached("UPDATE counters SET value = ?1 WHERE name = 'write_rev'")?
+                .execute([int(self.revision)])?;
+        }
+        self.connection.execute_batch("COMMIT")
     }
 
     /// Take jobs until every sender is gone, as many per transaction as are
@@ -591,14 +649,15 @@ impl Writer {
     /// Every job of `batch` in one transaction; any error undoes them all.
     fn run_together(&mut self, batch: &[Job]) -> Result<Vec<Outcome>, StoreError> {
         let revision = self.revision;
-        self.connection
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(classify)?;
+        self.begin().map_err(|error| {
+            self.abandon(revision);
+            classify(error)
+        })?;
         let applied = batch
             .iter()
             .map(|job| self.apply(&job.action))
             .collect::<rusqlite::Result<Vec<_>>>()
-            .and_then(|outcomes| self.connection.execute_batch("COMMIT").map(|()| outcomes));
+            .and_then(|outcomes| self.commit().map(|()| outcomes));
         applied.map_err(|error| {
             self.abandon(revision);
             classify(error)
@@ -609,7 +668,8 @@ impl Writer {
     /// conflicting job fails alone, any other error fails them all.
     fn run_apart(&mut self, batch: Vec<Job>) {
         let revision = self.revision;
-        if let Err(error) = self.connection.execute_batch("BEGIN IMMEDIATE") {
+        if let Err(error) = self.begin() {
+            self.abandon(revision);
             return fail_all(batch, &classify(error));
         }
         let mut finished = Vec::with_capacity(batch.len());
@@ -630,7 +690,7 @@ impl Writer {
                 }
             }
         }
-        if let Err(error) = self.connection.execute_batch("COMMIT") {
+        if let Err(error) = self.commit() {
             self.abandon(revision);
             let error = classify(error);
             for (reply, _) in finished {
@@ -1068,7 +1128,7 @@ mod tests {
         let connection = migrated(dir.path());
         let checkpoints = open_checkpointer(&dir.path().join("t.db")).expect("opens");
         let checkpoints = checkpoint::spawn(checkpoints, 16_384).expect("spawns");
-        let mut writer = Writer::new(connection, checkpoints).expect("writer");
+        let mut writer = Writer::new(connection, checkpoints, false).expect("writer");
         let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
         // The same task created again: a conflict, in the middle of the batch.
         let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
@@ -1106,8 +1166,8 @@ mod tests {
     fn the_wal_bound_is_the_writers_file_limit_and_the_checkpointers_page_count() {
         let dir = tempfile::tempdir().expect("tempdir");
         let options = SqliteOptions {
-            synchronous: Synchronous::Normal,
             max_wal_bytes: 1 << 20,
+            ..SqliteOptions::new(Synchronous::Normal)
         };
         let writer = open_writer(&dir.path().join("t.db"), options).expect("opens");
         let limit: i64 = writer
@@ -1194,8 +1254,8 @@ mod tests {
         // A bound far beyond what this writes: only catching up can start
         // the WAL over, never the RESTART that waits for readers.
         let options = SqliteOptions {
-            synchronous: Synchronous::Normal,
             max_wal_bytes: 1 << 40,
+            ..SqliteOptions::new(Synchronous::Normal)
         };
         let store = Arc::new(SqliteStore::open_with_options(&path, options).expect("opens"));
         store

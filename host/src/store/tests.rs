@@ -446,6 +446,7 @@ async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
              INSERT INTO task_log VALUES ('t', 1, 1, 'status', '{}', 7, '{}');
              INSERT INTO push_configs VALUES ('t', 'c', '{}');
              INSERT INTO push_configs VALUES ('quiet', 'c', '{}');
+             DROP TABLE counters;
              PRAGMA user_version = 1;",
         )
         .expect("version 1 written");
@@ -483,6 +484,7 @@ async fn a_version_2_database_indexes_only_first_messages_by_id_and_still_finds_
         .execute_batch(
             "DROP INDEX messages_first;
              CREATE INDEX messages_by_id ON messages (message_id);
+             DROP TABLE counters;
              PRAGMA user_version = 2;",
         )
         .expect("version 2 written");
@@ -502,7 +504,7 @@ async fn a_version_2_database_indexes_only_first_messages_by_id_and_still_finds_
         .expect("opens")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("reads");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 #[tokio::test]
@@ -673,4 +675,60 @@ async fn a_read_only_database_refuses_writes_as_unavailable() {
     };
     assert!(reason.contains("read-only"), "{reason}");
     assert!(store.head("t1".into()).await.expect("reads").is_none());
+}
+
+/// Two processes writing one shared store (two stores on one file stand for
+/// them: each has its own writer connection and revision counter).
+#[tokio::test]
+async fn writers_sharing_a_store_hand_out_revisions_in_commit_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shared.db");
+    let shared = SqliteOptions::new(Synchronous::Normal).shared();
+    let one = SqliteStore::open_with_options(&path, shared).expect("opens");
+    let two = SqliteStore::open_with_options(&path, shared).expect("opens beside it");
+    // Alternating writers: each status change must come after the last one
+    // either made, or a ListTasks cursor would skip it.
+    for (n, store) in [&one, &two, &one, &two].into_iter().enumerate() {
+        let id = format!("t{n}");
+        store
+            .commit(vec![create(&id, "alice", &format!("{id}-1"))])
+            .await
+            .expect("commit");
+    }
+    one.commit(vec![update("t1", "input-required", 50)])
+        .await
+        .expect("commit");
+    let page = two
+        .list(ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("lists");
+    let revisions: Vec<u64> = page.tasks.iter().map(|task| task.revision).collect();
+    assert_eq!(
+        revisions,
+        [5, 4, 3, 1],
+        "newest status change first, t1 moved up"
+    );
+    assert!(page.tasks[0].head.contains("input-required"));
+    // An owner would run the tasks' turns itself: it is kept off.
+    drop(one);
+    let refused = SqliteStore::open(&path, Synchronous::Normal).err();
+    assert!(refused.is_some(), "owned alone while shared");
+    drop(two);
+    // Reopened by one owner, its counter starts above what the writers used.
+    let owner = SqliteStore::open(&path, Synchronous::Normal).expect("owned now");
+    owner
+        .commit(vec![update("t0", "input-required", 60)])
+        .await
+        .expect("commit");
+    let page = owner
+        .list(ListQuery {
+            limit: 1,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("lists");
+    assert_eq!(page.tasks[0].revision, 6);
 }
