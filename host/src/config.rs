@@ -773,7 +773,18 @@ impl Config {
     /// What `[store]` and `[push]` ask for: the store opened (created if
     /// needed), the idle period, retention and push settings.
     pub fn durability(&self) -> Result<Durability, StoreError> {
-        let options = self.store_options();
+        self.durability_with(self.store_options())
+    }
+
+    /// The same, for a store the Temporal engine's servers and workers
+    /// share (`SqliteOptions::shared`).
+    pub fn shared_durability(&self) -> Result<Durability, StoreError> {
+        let mut options = self.store_options();
+        options.sqlite = options.sqlite.shared();
+        self.durability_with(options)
+    }
+
+    fn durability_with(&self, options: StoreOptions) -> Result<Durability, StoreError> {
         match &options.location {
             StoreLocation::File(path) => tracing::info!(
                 path = %path.display(),

@@ -58,6 +58,43 @@ enum Command {
     /// Talk to a running harness from the terminal: an inbox of your conversations,
     /// streamed replies, /command completion with Tab, :complete and :cancel.
     Chat(ChatArgs),
+    /// Run turns of the Temporal engine's tasks, without serving A2A, until interrupted
+    /// (any number of workers and servers share one task queue).
+    Worker(WorkerArgs),
+}
+
+/// Where tasks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum EngineKind {
+    /// In this process: one actor per task over the store's log.
+    Embedded,
+    /// On a Temporal cluster: one workflow per task; several servers may serve any task.
+    Temporal,
+}
+
+#[derive(Args)]
+struct TemporalArgs {
+    /// The Temporal frontend (with `--engine temporal`, and for `worker`).
+    #[arg(long, value_name = "HOST:PORT", env = "TEMPORAL_ADDRESS")]
+    temporal_address: Option<String>,
+    /// The Temporal namespace.
+    #[arg(long, value_name = "NS", default_value = "default")]
+    namespace: String,
+    /// The task queue every server and worker of one deployment shares.
+    #[arg(long, value_name = "QUEUE", default_value = "tiny-harness-tasks")]
+    task_queue: String,
+}
+
+#[derive(Args)]
+struct WorkerArgs {
+    /// The configuration file (its `[store]` must be the servers').
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The plugins folder, overriding the file.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    #[command(flatten)]
+    temporal: TemporalArgs,
 }
 
 #[derive(Args)]
@@ -105,6 +142,11 @@ struct ServeArgs {
     /// The plugins folder, overriding the file.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// Where the tasks run.
+    #[arg(long, value_enum, default_value_t = EngineKind::Embedded)]
+    engine: EngineKind,
+    #[command(flatten)]
+    temporal: TemporalArgs,
 }
 
 #[derive(Subcommand)]
@@ -164,11 +206,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // A server reports what it loaded and serves; the one-shot commands stay quiet.
     init_tracing(match cli.command {
-        Command::Serve(_) => "info",
+        Command::Serve(_) | Command::Worker(_) => "info",
         Command::Plugins(_) | Command::Chat(_) => "warn",
     });
     let result = match cli.command {
         Command::Serve(args) => serve(&cli.runtime, args),
+        Command::Worker(args) => worker(&cli.runtime, args),
         Command::Chat(args) => tiny_harness::chat::run(tiny_harness::chat::ChatOptions {
             url: args.url,
             participant: args.participant,
@@ -245,10 +288,61 @@ fn plugin_loader(
 /// `tiny-harness serve`: configuration, plugins, task service, then HTTP until
 /// SIGINT or SIGTERM.
 fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = Config::load(args.config.as_deref())?;
+    let temporal = match args.engine {
+        EngineKind::Embedded => None,
+        EngineKind::Temporal => Some(args.temporal),
+    };
+    let started = start(runtime, args.config, args.plugins, args.listen, temporal)?;
+    let served = started
+        .tokio
+        .block_on(listen_and_serve(&started.config, started.service));
+    started.tokio.block_on(started.sources.shutdown());
+    served?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tiny-harness worker`: the task service of a Temporal deployment, running
+/// its turns, until SIGINT or SIGTERM.
+fn worker(runtime: &RuntimeArgs, args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    let started = start(
+        runtime,
+        args.config,
+        args.plugins,
+        None,
+        Some(args.temporal),
+    )?;
+    eprintln!("worker running on task queue {}", started.task_queue);
+    // The signal handlers need the runtime.
+    started.tokio.block_on(async { shutdown_signal().await });
+    drop(started.service);
+    started.tokio.block_on(started.sources.shutdown());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A task service ready to serve, and what it runs on.
+struct Started {
+    tokio: tokio::runtime::Runtime,
+    config: Config,
+    service: TaskService,
+    sources: ToolSources,
+    task_queue: String,
+    /// Reloads the plugins folder while the service runs.
+    _watch: Option<PluginWatch>,
+}
+
+/// Configuration, models, store, tool sources, plugins, then the task
+/// service on the embedded engine, or on Temporal when `temporal` says where.
+fn start(
+    runtime: &RuntimeArgs,
+    config_file: Option<PathBuf>,
+    plugins_dir: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    temporal: Option<TemporalArgs>,
+) -> anyhow::Result<Started> {
+    let mut config = Config::load(config_file.as_deref())?;
     config.apply(Overrides {
-        listen: args.listen,
-        plugins_dir: args.plugins,
+        listen,
+        plugins_dir,
         cache_dir: runtime.cache_dir.clone(),
         no_cache: runtime.no_cache,
     });
@@ -257,41 +351,113 @@ fn serve(runtime: &RuntimeArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Nor one whose model key is missing from the environment.
     let models = Models::build(&config.model_settings()?, config.models.default_name())?;
     // Next the store, whose lock keeps a second server off a database in use before it
-    // touches it (or compiles a single plugin).
-    let durability = config.durability()?;
+    // touches it (or compiles a single plugin); the Temporal engine's processes share it.
+    let durability = match &temporal {
+        None => config.durability()?,
+        Some(_) => config.shared_durability()?,
+    };
     // Tokens of MCP servers and delegates, like model keys, before anything starts.
     let tool_settings = config.tool_sources()?;
 
     let tokio = tokio::runtime::Runtime::new()?;
     // The tool sources, the service and the plugin watch start background work, which
     // needs the runtime.
-    let _runtime = tokio.enter();
-    // MCP servers start (and list their tools) before the first registry generation,
-    // which offers their tools; they outlive every generation.
-    let sources = tokio
-        .block_on(ToolSources::start(tool_settings, &config.extra_roots))
-        .map_err(|reason| anyhow::anyhow!("cannot start the tool sources: {reason}"))?;
-    let plugins = Plugins::load(&config, &sources)?;
-    let _watch = plugins.watch()?;
-    if !sources.is_empty() {
-        tokio.spawn(rebuild_on_changes(
-            sources.changes(),
-            plugins.rebuild.clone(),
-        ));
-    }
-    let service = TaskService::with_durability(
+    let service = {
+        let _runtime = tokio.enter();
+        // MCP servers start (and list their tools) before the first registry generation,
+        // which offers their tools; they outlive every generation.
+        let sources = tokio
+            .block_on(ToolSources::start(tool_settings, &config.extra_roots))
+            .map_err(|reason| anyhow::anyhow!("cannot start the tool sources: {reason}"))?;
+        let plugins = Plugins::load(&config, &sources)?;
+        let watch = plugins.watch()?;
+        if !sources.is_empty() {
+            tokio.spawn(rebuild_on_changes(
+                sources.changes(),
+                plugins.rebuild.clone(),
+            ));
+        }
+        let task_queue = temporal
+            .as_ref()
+            .map(|args| args.task_queue.clone())
+            .unwrap_or_default();
+        let service = match temporal {
+            None => TaskService::with_durability(
+                config.task_settings(),
+                plugins.registries,
+                models,
+                durability,
+            ),
+            Some(args) => on_temporal(
+                &tokio,
+                &config,
+                plugins.registries,
+                models,
+                durability,
+                args,
+            )?,
+        };
+        // Before serving: settle whatever the last stop interrupted.
+        tokio.block_on(service.recover())?;
+        service.spawn_maintenance();
+        (service, sources, task_queue, watch)
+    };
+    let (service, sources, task_queue, watch) = service;
+    Ok(Started {
+        tokio,
+        config,
+        service,
+        sources,
+        task_queue,
+        _watch: watch,
+    })
+}
+
+#[cfg(feature = "temporal")]
+fn on_temporal(
+    tokio: &tokio::runtime::Runtime,
+    config: &Config,
+    registries: Registries,
+    models: Models,
+    durability: tiny_harness::task::Durability,
+    args: TemporalArgs,
+) -> anyhow::Result<TaskService> {
+    use tiny_harness::temporal::{TemporalEngine, TemporalOptions};
+    let address = args
+        .temporal_address
+        .context("the Temporal engine needs --temporal-address HOST:PORT")?;
+    let options = TemporalOptions {
+        namespace: args.namespace,
+        task_queue: args.task_queue,
+        ..TemporalOptions::new(address)
+    };
+    let engine = tokio
+        .block_on(TemporalEngine::connect(options))
+        .map_err(anyhow::Error::msg)?;
+    TaskService::on_temporal(
         config.task_settings(),
-        plugins.registries,
+        registries,
         models,
         durability,
-    );
-    // Before serving: settle whatever the last stop interrupted.
-    tokio.block_on(service.recover())?;
-    service.spawn_maintenance();
-    let served = tokio.block_on(listen_and_serve(&config, service));
-    tokio.block_on(sources.shutdown());
-    served?;
-    Ok(ExitCode::SUCCESS)
+        engine,
+        true,
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+#[cfg(not(feature = "temporal"))]
+fn on_temporal(
+    _tokio: &tokio::runtime::Runtime,
+    _config: &Config,
+    _registries: Registries,
+    _models: Models,
+    _durability: tiny_harness::task::Durability,
+    _args: TemporalArgs,
+) -> anyhow::Result<TaskService> {
+    anyhow::bail!(
+        "this build has no Temporal engine: build it with `cargo build --release --features \
+         temporal`"
+    )
 }
 
 /// Build a new registry generation whenever the tool sources offer other tools (an MCP

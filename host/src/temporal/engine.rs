@@ -7,8 +7,8 @@ use std::thread::JoinHandle;
 use temporalio_client::errors::{WorkflowUpdateError, WorkflowUpdateWithStartError};
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
-    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowIdConflictPolicy,
-    WorkflowIdReusePolicy, WorkflowUpdateWithStartOptions,
+    WorkflowDescribeOptions, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions,
+    WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateWithStartOptions,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
@@ -115,6 +115,16 @@ impl TemporalEngine {
         // and its end is stored.
         let _ended = handle.get_result(WorkflowGetResultOptions::default()).await;
         Ok(())
+    }
+
+    /// How many events the history of task `task_id`'s workflow holds.
+    pub async fn history_length(&self, task_id: &str) -> Result<usize, A2aError> {
+        let handle = self.client.get_workflow_handle::<TaskWorkflow>(task_id);
+        let description = handle
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .map_err(unavailable)?;
+        Ok(description.history_length())
     }
 
     /// Run a worker for this deployment's task queue on a thread of its

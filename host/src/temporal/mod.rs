@@ -27,7 +27,7 @@
 mod activities;
 mod engine;
 mod front;
-mod workflow;
+pub(crate) mod workflow;
 
 pub use engine::{TemporalEngine, TemporalOptions};
 pub use front::TemporalFront;

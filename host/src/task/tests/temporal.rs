@@ -71,6 +71,7 @@ impl Drop for DevServer {
 /// offline model, reading tasks from a SQLite store in `dir`.
 struct OnTemporal {
     service: TaskService,
+    engine: TemporalEngine,
     _server: DevServer,
     _dir: tempfile::TempDir,
 }
@@ -92,12 +93,13 @@ async fn on_temporal() -> OnTemporal {
         Registries::new(loaded.registry),
         offline_models(&settings()),
         durability,
-        engine,
+        engine.clone(),
         true,
     )
     .expect("the worker starts");
     OnTemporal {
         service,
+        engine,
         _server: server,
         _dir: dir,
     }
@@ -192,6 +194,46 @@ async fn a_command_runs_on_the_worker_and_its_reply_parks_the_conversation() {
         .as_ref()
         .map(message_text)
         .unwrap_or_default();
-    assert!(reply.contains("State: TASK_STATE_INPUT_REQUIRED"), "{reply}");
+    assert!(
+        reply.contains("State: TASK_STATE_INPUT_REQUIRED"),
+        "{reply}"
+    );
     assert!(reply.contains("Participants: alice (reporter)"), "{reply}");
+}
+
+/// The workflow checks again what the server checked: a message it refuses
+/// (here one the server would have refused too, sent past it) is answered
+/// with the reason and leaves no event in the workflow's history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_by_the_workflow_leaves_no_trace_in_its_history() {
+    use crate::task::classify::Kind;
+    use crate::temporal::workflow::Envelope;
+
+    let temporal = on_temporal().await;
+    let task = within(60, start(&temporal.service, "alice", "hello")).await;
+    let before = temporal
+        .engine
+        .history_length(&task.id)
+        .await
+        .expect("described");
+    let envelope = Envelope {
+        sender: "mallory".into(),
+        message: user_message(Some(&task.id), vec![Part::text("let me in")]),
+        kind: Kind::Ordinary,
+    };
+    let refused = within(60, temporal.engine.send(&task.id, None, envelope))
+        .await
+        .expect_err("a stranger is refused");
+    // A stranger learns no more than that the task is not there.
+    assert!(refused.to_string().contains("not found"), "{refused}");
+    let after = temporal
+        .engine
+        .history_length(&task.id)
+        .await
+        .expect("described");
+    assert_eq!(after, before, "the refusal added no event");
+    let stored = get(&temporal.service, "alice", &task.id)
+        .await
+        .expect("visible");
+    assert_eq!(stored.history.len(), 2);
 }
