@@ -422,24 +422,31 @@ fn command_reply(
         Ok(outcome) => match effects::check(&command, &outcome, settings, open) {
             Err(refusal) => (refusal, None),
             Ok(()) => {
+                let mut text = outcome.reply.text;
                 for effect in outcome.effects {
-                    apply_effect(task, effect);
+                    // The reply says so when an effect could not be applied.
+                    if let Err(problem) = apply_effect(task, effect) {
+                        text.push_str(&format!("\n\n(Not done: {problem}.)"));
+                    }
                 }
-                (outcome.reply.text, outcome.reply.data)
+                (text, outcome.reply.data)
             }
         },
     }
 }
 
-fn apply_effect(task: &mut impl Task, effect: Effect) {
+fn apply_effect(task: &mut impl Task, effect: Effect) -> Result<(), String> {
     match effect {
         Effect::SetModel(model) => task.apply(Change::Model(model)),
         Effect::SetEffort(effort) => task.apply(Change::Effort(effort)),
+        // Checked with the outcome (`effects::check`): it fits; the engine
+        // may still be unable to start it.
         Effect::SpawnSubtask(goal) => {
-            // Checked with the outcome (`effects::check`): it fits.
-            let _ = task.spawn_subtask(&goal);
+            task.spawn_subtask(&goal)
+                .map_err(|reason| format!("the sub-task `{goal}` did not start: {reason}"))?;
         }
     }
+    Ok(())
 }
 
 /// The end of a one-shot task's turn: a failure fails it; a reply (the
@@ -1061,5 +1068,45 @@ mod tests {
         let approval = receive(&mut task, event, &class, &alice());
         start_turn(&mut task, &class, &alice(), approval, "");
         assert!(task.record.turn.is_none(), "{:?}", task.record.turn);
+    }
+
+    /// An engine that cannot start sub-tasks.
+    struct NoSubtasks(Alone);
+
+    impl Task for NoSubtasks {
+        fn record(&self) -> &TaskRecord {
+            &self.0.record
+        }
+
+        fn apply(&mut self, change: Change) {
+            self.0.apply(change);
+        }
+
+        fn spawn_subtask(&mut self, _goal: &str) -> Result<SubtaskView, String> {
+            Err("not on this engine".into())
+        }
+    }
+
+    #[test]
+    fn a_command_reply_says_when_a_sub_task_it_asked_for_did_not_start() {
+        let mut task = NoSubtasks(running(
+            Lifecycle::Conversation,
+            TurnWork::Command {
+                text: "/sub-task look it up".into(),
+                sender: alice(),
+            },
+        ));
+        let outcome = Outcome {
+            effects: vec![Effect::SpawnSubtask("look it up".into())],
+            ..Outcome::text("Started a sub-task.")
+        };
+        let output = TurnOutput::untraced(TurnEnd::Command(Ok(outcome)));
+        let _ = finish(&mut task, output, &TaskSettings::default());
+        let text = task.0.record.status_text();
+        assert!(
+            text.contains("the sub-task `look it up` did not start: not on this engine"),
+            "{text}"
+        );
+        assert!(task.0.record.subtasks.is_empty());
     }
 }
