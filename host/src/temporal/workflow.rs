@@ -164,19 +164,29 @@ impl TaskWorkflow {
         envelope: Envelope,
     ) -> Result<Answered, UpdateError> {
         let id = envelope.message.message_id.clone();
-        if !ctx.state_mut(|task| task.processed.insert(id)) {
+        if !ctx.state_mut(|task| task.processed.insert(id.clone())) {
             return Ok(Answered::Duplicate);
         }
         // One turn at a time: a message waits for the running one to end.
-        ctx.wait_condition(|task| !task.busy).await?;
-        // Checked again: the task may have changed while it waited.
-        ctx.state(|task| task.admit(&envelope))?;
-        let now = clock(ctx);
-        let (write, mut work) = ctx.state_mut(|task| {
-            task.busy = true;
-            task.now = now;
-            task.accept(envelope)
-        })?;
+        let accepted = match ctx.wait_condition(|task| !task.busy).await {
+            Ok(()) => {
+                let now = clock(ctx);
+                ctx.state_mut(|task| {
+                    task.now = now;
+                    task.accept(envelope)
+                })
+            }
+            Err(cancelled) => Err(cancelled.into()),
+        };
+        let (write, mut work) = match accepted {
+            Ok(accepted) => accepted,
+            Err(refusal) => {
+                // Not applied: a resend must be looked at afresh.
+                ctx.state_mut(|task| task.processed.remove(&id));
+                return Err(refusal);
+            }
+        };
+        ctx.state_mut(|task| task.busy = true);
         let mut direct_reply = None;
         let mut outcome = project(ctx, write).await;
         while outcome.is_ok()
@@ -244,8 +254,10 @@ impl TaskWorkflow {
         Ok(())
     }
 
-    /// Accept a message: what to store, and the turn it starts.
+    /// Accept a message, checked again against the task as its turn finds
+    /// it: what to store, and the turn it starts.
     fn accept(&mut self, envelope: Envelope) -> Result<(TaskWrite, Option<Work>), UpdateError> {
+        self.admit(&envelope)?;
         let Envelope {
             sender,
             mut message,
