@@ -340,37 +340,13 @@ impl TaskActor {
 
     /// The authoritative check of a message against the task as it is now.
     fn admit(&self, submission: &Submission) -> Result<Role, A2aError> {
-        let admins = &self.env.settings.admins;
-        let context_id = submission.message.context_id.as_deref();
-        let role = access::admit_message(
+        lifecycle::admit(
             &self.record,
-            admins,
+            &self.env.settings,
             &submission.sender,
-            context_id,
+            submission.message.context_id.as_deref(),
             &submission.class.kind(),
-        )?;
-        if let Class::Participants(grants) = &submission.class {
-            participants::check_grants(&self.record.participants, grants)?;
-        }
-        if matches!(submission.class, Class::Decide { .. })
-            && self.record.pending_approval.is_empty()
-        {
-            return Err(A2aError::invalid_params(format!(
-                "no tool call of task {} awaits approval; approve and deny answer a turn that ended \
-                 awaiting-approval",
-                self.record.id
-            )));
-        }
-        let limit = self.env.settings.limits.max_history_messages;
-        if self.record.history_len >= limit {
-            return Err(A2aError::UnsupportedOperation(format!(
-                "task {} holds {limit} messages, the most one task may hold (`[limits] \
-                 max_history_messages`); complete it and continue in a new task with the same \
-                 contextId",
-                self.record.id
-            )));
-        }
-        Ok(role)
+        )
     }
 
     /// Whether the task's history already holds a message with this id, and

@@ -30,6 +30,8 @@ use super::state::{
 };
 use super::tools::denied;
 use super::transcript::{self, HarnessMark};
+use super::{access, participants};
+use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, TaskState};
 use crate::commands::{CommandFailure, Effect, Outcome};
 use crate::domain::{ArtifactPiece, Disposition, Participant, Role, SubtaskView, ToolCall};
@@ -582,6 +584,41 @@ pub(crate) fn waiting_sub_state(record: &TaskRecord) -> SubState {
     } else {
         SubState::AwaitingNextMessage
     }
+}
+
+/// The authoritative check of a message against the task as it is now,
+/// made by whichever engine runs the task when the message's turn comes:
+/// the sender's role (`access::admit_message`), a change of participants,
+/// a decision with nothing to decide, the history's bound. Returns the
+/// sender's role.
+pub(crate) fn admit(
+    record: &TaskRecord,
+    settings: &TaskSettings,
+    sender: &str,
+    context_id: Option<&str>,
+    kind: &Kind,
+) -> Result<Role, A2aError> {
+    let role = access::admit_message(record, &settings.admins, sender, context_id, kind)?;
+    if let Kind::Participants(grants) = kind {
+        participants::check_grants(&record.participants, grants)?;
+    }
+    if matches!(kind, Kind::Decide { .. }) && record.pending_approval.is_empty() {
+        return Err(A2aError::invalid_params(format!(
+            "no tool call of task {} awaits approval; approve and deny answer a turn that ended \
+             awaiting-approval",
+            record.id
+        )));
+    }
+    let limit = settings.limits.max_history_messages;
+    if record.history_len >= limit {
+        return Err(A2aError::UnsupportedOperation(format!(
+            "task {} holds {limit} messages, the most one task may hold (`[limits] \
+             max_history_messages`); complete it and continue in a new task with the same \
+             contextId",
+            record.id
+        )));
+    }
+    Ok(role)
 }
 
 /// A restart interrupted a turn that is not repeated: a delegated task
