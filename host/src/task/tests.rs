@@ -30,6 +30,7 @@ mod agent;
 mod answers;
 mod cost;
 mod durable;
+mod suite;
 #[cfg(feature = "temporal")]
 mod temporal;
 
@@ -300,228 +301,7 @@ fn is_role_refused(result: Result<impl std::fmt::Debug, A2aError>) -> bool {
 
 // --- Conversations ---------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_parks_after_every_turn() {
-    let service = service();
-    let first = start(&service, "alice", "hello").await;
-    assert_parked(&first, "awaiting-next-message");
-    assert!(
-        status_text(&first).starts_with("You said: hello\n"),
-        "{first:#?}"
-    );
-    let id = first.id.clone();
-
-    let streamed = service
-        .send_streaming_message(&who("alice"), say(Some(&id), "second"))
-        .await
-        .expect("accepted");
-    let events = collect(streamed).await;
-    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
-        panic!("the stream ends with a status update: {events:#?}");
-    };
-    assert_eq!(last.status.state, TaskState::InputRequired);
-    assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
-
-    let third = send(&service, "alice", say(Some(&id), "third"))
-        .await
-        .expect("sent");
-    assert_parked(&third, "awaiting-next-message");
-    assert_eq!(third.id, id);
-    assert_eq!(third.context_id, first.context_id);
-    assert_eq!(third.history.len(), 6);
-    for (index, message) in third.history.iter().enumerate() {
-        let expected = if index % 2 == 0 {
-            MessageRole::User
-        } else {
-            MessageRole::Agent
-        };
-        assert_eq!(message.role, expected);
-        assert!(!message.message_id.is_empty());
-        assert_eq!(message.task_id.as_deref(), Some(id.as_str()));
-        assert_eq!(
-            message.context_id.as_deref(),
-            Some(first.context_id.as_str())
-        );
-    }
-    assert!(
-        third.history[5].parts[0]
-            .as_text()
-            .is_some_and(|t| t.starts_with("You said: third"))
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_from_the_agent_parks_awaiting_an_answer() {
-    let service = service();
-    let asked = start(&service, "alice", "please ask me something").await;
-    assert_parked(&asked, "awaiting-answer");
-    assert!(status_text(&asked).starts_with("What should I do next?"));
-
-    let answered = send(&service, "alice", say(Some(&asked.id), "Is it late?"))
-        .await
-        .expect("sent");
-    assert_parked(&answered, "awaiting-next-message");
-    assert!(status_text(&answered).starts_with("You asked: Is it late?\nMy answer: "));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_during_a_turn_wait_their_turn() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let working = send(
-        &service,
-        "alice",
-        immediately(say(Some(&task.id), "work for 1 seconds")),
-    )
-    .await
-    .expect("accepted");
-    assert_eq!(working.status.state, TaskState::Working);
-    assert_eq!(
-        sub_state(&working),
-        None,
-        "leaving INPUT_REQUIRED drops the sub-state"
-    );
-
-    let queued = within(10, send(&service, "alice", say(Some(&task.id), "next")))
-        .await
-        .expect("sent");
-    let texts: Vec<String> = queued
-        .history
-        .iter()
-        .map(|m| m.parts[0].as_text().unwrap_or("").to_owned())
-        .collect();
-    assert_eq!(texts[2], "work for 1 seconds");
-    assert!(texts[3].starts_with("Worked for 1 seconds."), "{texts:?}");
-    assert_eq!(texts[4], "next");
-    assert!(texts[5].starts_with("You said: next"), "{texts:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn context_ids_must_match_and_controls_need_a_task() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let mut wrong = say(Some(&task.id), "hello");
-    wrong.message.context_id = Some("another-context".into());
-    assert!(matches!(
-        send(&service, "alice", wrong).await,
-        Err(A2aError::InvalidParams { .. })
-    ));
-
-    let mut new_task = control("x", "complete");
-    new_task.message.task_id = None;
-    assert!(matches!(
-        send(&service, "alice", new_task).await,
-        Err(A2aError::InvalidParams { .. })
-    ));
-
-    let Err(A2aError::InvalidParams { message, .. }) =
-        send(&service, "alice", control(&task.id, "pause")).await
-    else {
-        panic!("an unknown control is invalid");
-    };
-    assert!(message.contains("complete"), "{message}");
-
-    // A client-chosen contextId is kept for a new task.
-    let mut in_context = say(None, "hello");
-    in_context.message.context_id = Some(task.context_id.clone());
-    let sibling = send(&service, "alice", in_context).await.expect("started");
-    assert_eq!(sibling.context_id, task.context_id);
-    assert_ne!(sibling.id, task.id);
-}
-
 // --- Commands --------------------------------------------------------------------------------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn model_switches_only_within_the_allowlist() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let shown = send(&service, "alice", say(Some(&task.id), "/model"))
-        .await
-        .expect("sent");
-    assert!(
-        status_text(&shown).starts_with("Model: offline-echo."),
-        "{}",
-        status_text(&shown)
-    );
-    let data = shown
-        .status
-        .message
-        .as_ref()
-        .and_then(|m| m.parts.get(1))
-        .and_then(Part::as_data);
-    assert_eq!(
-        data.map(|d| d["model"].clone()),
-        Some(json!("offline-echo"))
-    );
-
-    let switched = send(&service, "alice", say(Some(&task.id), "/model fast-1"))
-        .await
-        .expect("sent");
-    assert_parked(&switched, "awaiting-next-message");
-    assert_eq!(status_text(&switched), "Switching model to fast-1.");
-    let refused = send(&service, "alice", say(Some(&task.id), "/model gpt-9"))
-        .await
-        .expect("sent");
-    let refusal = status_text(&refused);
-    assert!(
-        refusal.contains("`gpt-9`") && refusal.contains("offline-echo, fast-1"),
-        "{refusal}"
-    );
-
-    let answer = send(&service, "alice", say(Some(&task.id), "hello"))
-        .await
-        .expect("sent");
-    assert!(
-        status_text(&answer).ends_with("(model fast-1, effort medium)"),
-        "{}",
-        status_text(&answer)
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn effort_switches_between_the_levels() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let set = send(&service, "alice", say(Some(&task.id), "/effort high"))
-        .await
-        .expect("sent");
-    assert_eq!(status_text(&set), "Switching effort to high.");
-    let usage = send(&service, "alice", say(Some(&task.id), "/effort extreme"))
-        .await
-        .expect("sent");
-    assert_parked(&usage, "awaiting-next-message");
-    assert!(
-        status_text(&usage).contains("low, medium, high"),
-        "{}",
-        status_text(&usage)
-    );
-    let answer = send(&service, "alice", say(Some(&task.id), "hello"))
-        .await
-        .expect("sent");
-    assert!(status_text(&answer).ends_with("(model offline-echo, effort high)"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_describes_the_task_and_never_reaches_the_model() {
-    let service = service();
-    let task = start(&service, "alice", "/status").await;
-    assert_parked(&task, "awaiting-next-message");
-    let text = status_text(&task);
-    assert!(text.contains("Participants: alice (reporter)"), "{text}");
-    assert!(text.contains("Open sub-tasks: 0"), "{text}");
-    assert!(!text.contains("You said"), "{text}");
-
-    // A command sees the task as the message found it: parked.
-    let again = send(&service, "alice", say(Some(&task.id), "/status"))
-        .await
-        .expect("sent");
-    let text = status_text(&again);
-    assert!(
-        text.contains("State: TASK_STATE_INPUT_REQUIRED (awaiting-next-message)"),
-        "{text}"
-    );
-    assert!(text.contains("Turns: 1"), "{text}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_task_runs_on_its_own_and_reports_to_its_parent() {
@@ -567,130 +347,6 @@ async fn a_sub_task_runs_on_its_own_and_reports_to_its_parent() {
 }
 
 // --- Participants and roles ------------------------------------------------------------------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watchers_read_but_every_action_is_refused_and_changes_nothing() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let granted = send(&service, "alice", grant(&task.id, "bob", "watcher"))
-        .await
-        .expect("granted");
-    assert_parked(&granted, "awaiting-next-message");
-    assert_eq!(
-        status_text(&granted),
-        "Participants updated: bob (watcher)."
-    );
-
-    let before = get(&service, "bob", &task.id)
-        .await
-        .expect("a watcher reads");
-    assert!(is_role_refused(
-        send(&service, "bob", say(Some(&task.id), "hello")).await
-    ));
-    assert!(is_role_refused(
-        send(&service, "bob", say(Some(&task.id), "/status")).await
-    ));
-    assert!(is_role_refused(
-        send(&service, "bob", control(&task.id, "complete")).await
-    ));
-    assert!(is_role_refused(cancel(&service, "bob", &task.id).await));
-    assert_eq!(get(&service, "bob", &task.id).await.expect("reads"), before);
-
-    // Refused before anything is interrupted: a running turn carries on.
-    let working = send(
-        &service,
-        "alice",
-        immediately(say(Some(&task.id), "work for 1 seconds")),
-    )
-    .await
-    .expect("accepted");
-    assert!(is_role_refused(
-        send(&service, "bob", control(&task.id, "complete")).await
-    ));
-    assert!(is_role_refused(cancel(&service, "bob", &task.id).await));
-    let finished = wait_for(&service, &working.id, |t| {
-        t.status.state == TaskState::InputRequired
-    })
-    .await;
-    assert!(status_text(&finished).starts_with("Worked for 1 seconds."));
-    let mut events = subscribe(&service, "bob", &task.id)
-        .await
-        .expect("a watcher subscribes");
-    assert!(matches!(events.next().await, Some(StreamResponse::Task(_))));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_reporter_or_an_admin_changes_participants() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    send(&service, "alice", grant(&task.id, "carol", "assignee"))
-        .await
-        .expect("granted");
-    let by_assignee = send(&service, "carol", grant(&task.id, "dave", "watcher")).await;
-    assert!(
-        matches!(by_assignee, Err(A2aError::RoleRefused { ref role, .. }) if role == "assignee")
-    );
-    // An assignee converses.
-    let reply = send(&service, "carol", say(Some(&task.id), "I'm here"))
-        .await
-        .expect("sent");
-    assert!(status_text(&reply).starts_with("You said: I'm here"));
-
-    for (id, role) in [("dave", "admin"), ("alice", "watcher")] {
-        let refused = send(&service, "alice", grant(&task.id, id, role)).await;
-        assert!(
-            matches!(refused, Err(A2aError::InvalidParams { .. })),
-            "{id} {role}: {refused:?}"
-        );
-    }
-    // Admins act on every task.
-    send(&service, "root", grant(&task.id, "dave", "watcher"))
-        .await
-        .expect("an admin grants");
-    get(&service, "dave", &task.id)
-        .await
-        .expect("the new watcher reads");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn strangers_cannot_tell_a_task_exists() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let not_found =
-        |result: Result<(), A2aError>| matches!(result, Err(A2aError::TaskNotFound { .. }));
-    assert!(not_found(
-        get(&service, "mallory", &task.id).await.map(drop)
-    ));
-    assert!(not_found(
-        send(&service, "mallory", say(Some(&task.id), "hi"))
-            .await
-            .map(drop)
-    ));
-    assert!(not_found(
-        send(&service, "mallory", control(&task.id, "complete"))
-            .await
-            .map(drop)
-    ));
-    assert!(not_found(
-        cancel(&service, "mallory", &task.id).await.map(drop)
-    ));
-    assert!(not_found(
-        subscribe(&service, "mallory", &task.id).await.map(drop)
-    ));
-    assert!(not_found(
-        get(&service, "alice", "no-such-task").await.map(drop)
-    ));
-    assert!(not_found(
-        send(&service, "alice", say(Some("no-such-task"), "hi"))
-            .await
-            .map(drop)
-    ));
-    let listed = service
-        .list_tasks(&who("mallory"), ListTasksRequest::default())
-        .await
-        .expect("lists");
-    assert_eq!(listed.total_size, 0);
-}
 
 // --- Completion and cancellation -------------------------------------------------------------
 
@@ -772,44 +428,6 @@ async fn a_task_complete_hook_can_allow_completion_over_open_sub_tasks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn completion_cuts_a_long_turn() {
-    let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let blocked = {
-        let service = service.clone();
-        let id = task.id.clone();
-        tokio::spawn(
-            async move { send(&service, "alice", say(Some(&id), "work for 30 seconds")).await },
-        )
-    };
-    // Wait for the turn to be under way.
-    wait_for(&service, &task.id, |t| t.status.state == TaskState::Working).await;
-
-    let started = Instant::now();
-    let completed = send(&service, "alice", control(&task.id, "complete"))
-        .await
-        .expect("answered");
-    assert_eq!(completed.status.state, TaskState::Completed);
-    let cut = within(5, blocked).await.expect("joined").expect("answered");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        cut.status.state,
-        TaskState::Completed,
-        "the cut turn's sender learns how it ended"
-    );
-    assert!(
-        !cut.history.iter().any(|m| m.parts[0]
-            .as_text()
-            .is_some_and(|t| t.starts_with("Worked"))),
-        "the cut turn's output is dropped"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_task_cancels_open_sub_tasks() {
     let service = service();
     let parent = start(&service, "alice", "/sub-task work for 30 seconds").await;
@@ -836,43 +454,36 @@ async fn cancel_task_cancels_open_sub_tasks() {
     ));
 }
 
+// --- Streams ---------------------------------------------------------------------------------
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finished_task_refuses_messages_and_subscriptions() {
+async fn a_streamed_follow_up_ends_parked_awaiting_the_next_message() {
     let service = service();
-    let task = start(&service, "alice", "hi").await;
-    let completed = send(&service, "alice", control(&task.id, "complete"))
+    let first = start(&service, "alice", "hello").await;
+    let streamed = service
+        .send_streaming_message(&who("alice"), say(Some(&first.id), "second"))
         .await
-        .expect("answered");
-    assert_eq!(completed.status.state, TaskState::Completed);
-    for request in [
-        say(Some(&task.id), "hello"),
-        say(Some(&task.id), "/status"),
-        control(&task.id, "complete"),
-    ] {
-        assert!(matches!(
-            send(&service, "alice", request).await,
-            Err(A2aError::UnsupportedOperation(_))
-        ));
-    }
-    assert!(matches!(
-        subscribe(&service, "alice", &task.id).await,
-        Err(A2aError::UnsupportedOperation(_))
-    ));
-    assert!(matches!(
-        cancel(&service, "alice", &task.id).await,
-        Err(A2aError::TaskNotCancelable { .. })
-    ));
-    assert_eq!(
-        get(&service, "alice", &task.id)
-            .await
-            .expect("reads")
-            .status
-            .state,
-        TaskState::Completed
-    );
+        .expect("accepted");
+    let events = collect(streamed).await;
+    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
+        panic!("the stream ends with a status update: {events:#?}");
+    };
+    assert_eq!(last.status.state, TaskState::InputRequired);
+    assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
 }
 
-// --- Streams ---------------------------------------------------------------------------------
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_subscribes() {
+    let service = service();
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let mut events = subscribe(&service, "bob", &task.id)
+        .await
+        .expect("a watcher subscribes");
+    assert!(matches!(events.next().await, Some(StreamResponse::Task(_))));
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn() {

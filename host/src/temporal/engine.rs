@@ -13,6 +13,7 @@ use temporalio_client::{
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::TaskActivities;
+use super::refusal::Refusal;
 use super::workflow::{Answered, Envelope, TaskInput, TaskWorkflow};
 use crate::a2a::error::A2aError;
 use crate::task::env::Env;
@@ -25,11 +26,19 @@ pub struct TemporalOptions {
     pub namespace: String,
     /// Every server and worker of one deployment uses the same queue.
     pub task_queue: String,
+    /// A task's workflow run continues as new once its history holds this
+    /// many events (or sooner, when the cluster suggests it), carrying the
+    /// task and the ids of the messages it accepted. Set by the server that
+    /// starts the task.
+    pub continue_after_events: u32,
 }
 
 impl TemporalOptions {
     pub const DEFAULT_NAMESPACE: &str = "default";
     pub const DEFAULT_TASK_QUEUE: &str = "tiny-harness-tasks";
+    /// About a hundred turns a run: far below the cluster's own limits
+    /// (it warns at 10,240 events), and a replay stays short.
+    pub const DEFAULT_CONTINUE_AFTER_EVENTS: u32 = 2_000;
 
     /// The default namespace and queue on the cluster at `address`.
     pub fn new(address: impl Into<String>) -> Self {
@@ -37,8 +46,17 @@ impl TemporalOptions {
             address: address.into(),
             namespace: Self::DEFAULT_NAMESPACE.to_owned(),
             task_queue: Self::DEFAULT_TASK_QUEUE.to_owned(),
+            continue_after_events: Self::DEFAULT_CONTINUE_AFTER_EVENTS,
         }
     }
+}
+
+/// What the cluster says of a workflow's current run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunDescription {
+    pub run_id: String,
+    /// Events in this run's history.
+    pub history_length: usize,
 }
 
 /// A connection to the cluster the tasks run on.
@@ -117,14 +135,22 @@ impl TemporalEngine {
         Ok(())
     }
 
-    /// How many events the history of task `task_id`'s workflow holds.
-    pub async fn history_length(&self, task_id: &str) -> Result<usize, A2aError> {
+    /// The options this engine was connected with.
+    pub(crate) fn options(&self) -> &TemporalOptions {
+        &self.options
+    }
+
+    /// The current run of task `task_id`'s workflow.
+    pub async fn describe_run(&self, task_id: &str) -> Result<RunDescription, A2aError> {
         let handle = self.client.get_workflow_handle::<TaskWorkflow>(task_id);
         let description = handle
             .describe(WorkflowDescribeOptions::default())
             .await
             .map_err(unavailable)?;
-        Ok(description.history_length())
+        Ok(RunDescription {
+            run_id: description.run_id().to_owned(),
+            history_length: description.history_length(),
+        })
     }
 
     /// Run a worker for this deployment's task queue on a thread of its
@@ -237,7 +263,9 @@ async fn connect(options: &TemporalOptions, identity: &str) -> Result<Client, St
 /// checked it.
 fn refused(error: WorkflowUpdateError) -> A2aError {
     match error {
-        WorkflowUpdateError::Failed(failure) => A2aError::UnsupportedOperation(failure.message),
+        WorkflowUpdateError::Failed(failure) => {
+            Refusal::from_failure_message(&failure.message).into()
+        }
         other => unavailable(other),
     }
 }

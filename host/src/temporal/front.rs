@@ -67,6 +67,8 @@ impl TemporalFront {
             admins: self.admins.clone(),
             limits: self.limits,
             selectable_models: self.selectable_models.clone(),
+            continue_after_events: self.engine.options().continue_after_events,
+            carried: None,
         };
         self.deliver(service, &record.id, Some(input), submission)
             .await

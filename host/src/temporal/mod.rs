@@ -27,7 +27,8 @@
 mod activities;
 mod engine;
 mod front;
+mod refusal;
 pub(crate) mod workflow;
 
-pub use engine::{TemporalEngine, TemporalOptions};
+pub use engine::{RunDescription, TemporalEngine, TemporalOptions};
 pub use front::TemporalFront;

@@ -21,31 +21,36 @@
 //! counter, and nothing here does I/O.
 
 use std::collections::BTreeSet;
+use std::convert::Infallible;
 use std::error::Error;
+use std::pin::pin;
 use std::time::Duration;
 
+use futures::future::{Either, select};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCancellationType, ActivityOptions, ApplicationFailure, WaitConditionOptions,
-    WorkflowCancellationToken, WorkflowContext, WorkflowContextView, WorkflowResult,
-    WorkflowTermination,
+    ActivityCancellationType, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
+    WaitConditionOptions, WorkflowCancellationToken, WorkflowContext, WorkflowContextView,
+    WorkflowResult, WorkflowTermination,
 };
 
 use super::activities::{
     CommandTurn, CompletionTurn, ModelTurnRequest, TaskActivities, TurnResult,
 };
-use crate::a2a::types::{Message, TaskState, Timestamp};
-use crate::domain::{Participant, SubtaskView, TaskView};
+use super::refusal::Refusal;
+use crate::a2a::types::{Artifact, Message, TaskState, Timestamp};
+use crate::domain::{Participant, Role, SubtaskView, TaskView};
 use crate::store::TaskWrite;
+use crate::task::TaskSettings;
 use crate::task::classify::Kind;
 use crate::task::env::TaskLimits;
 use crate::task::journal::Journal;
 use crate::task::lifecycle::{self, Ending, Next};
+use crate::task::participants;
 use crate::task::state::{Change, TaskRecord, TurnWork};
-use crate::task::{access, participants};
 
 /// A refusal or failure an Update answers with.
 pub type UpdateError = Box<dyn Error + Send + Sync>;
@@ -62,6 +67,24 @@ pub struct TaskInput {
     pub limits: TaskLimits,
     /// The models a participant may switch to, as the views show them.
     pub selectable_models: Vec<String>,
+    /// The run continues as new once its history holds this many events.
+    pub continue_after_events: u32,
+    /// Set when a run continued as new: what the previous run held.
+    pub carried: Option<Carried>,
+}
+
+/// What a run hands the next when it continues as new, so the task, its
+/// dedup by `messageId` and its agent message ids go on where they were.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Carried {
+    /// The record as the run held it between turns: its head, and what the
+    /// head leaves out (the store holds the messages themselves).
+    record: String,
+    history_len: usize,
+    awaits_answer: bool,
+    artifacts: Vec<Artifact>,
+    processed: BTreeSet<String>,
+    written: u64,
 }
 
 /// A message to the task, classified by the server that received it.
@@ -85,13 +108,21 @@ pub enum Answered {
 pub struct TaskWorkflow {
     record: TaskRecord,
     journal: Journal,
-    admins: Vec<String>,
-    limits: TaskLimits,
-    selectable_models: Vec<String>,
-    /// Ids of the messages accepted, so a resend is never applied twice.
+    /// What the decisions read of the server's settings: admins, limits,
+    /// selectable models.
+    settings: TaskSettings,
+    continue_after_events: u32,
+    /// The record could not be carried to a new run: this one goes on.
+    stays: bool,
+    /// Ids of the messages accepted, so a resend is never applied twice
+    /// (Update ids dedupe only within one run).
     processed: BTreeSet<String>,
     /// A turn is running; the next message waits for its end.
     busy: bool,
+    /// The running turn was cut: what it did is dropped.
+    cut: bool,
+    /// Completions received and not yet finished; they go first.
+    completing: u32,
     /// The workflow's clock when the current decision started.
     now: Timestamp,
     /// Agent messages written so far (their ids derive from it).
@@ -102,48 +133,77 @@ pub struct TaskWorkflow {
 impl TaskWorkflow {
     #[init]
     pub fn new(_ctx: &WorkflowContextView, input: TaskInput) -> Self {
-        // A head that does not parse is refused by the server before it
-        // starts a workflow; an empty task here fails the first Update.
-        let record = TaskRecord::from_head(&input.head).unwrap_or_else(|error| {
-            tracing::error!(%error, "a task workflow started from an unreadable head");
-            TaskRecord::new(
-                String::new(),
-                String::new(),
-                crate::task::state::Lifecycle::Conversation,
-                Vec::new(),
-                String::new(),
-                String::new(),
-            )
-        });
-        let journal = Journal::new_task(&record, Some(input.created_by)).unwrap_or_else(|_| {
-            // Only a record that cannot be serialized fails here, and it was
-            // just parsed from JSON.
-            Journal::stored(&record)
-        });
+        let (record, journal, processed, written) = match input.carried {
+            Some(carried) => {
+                let mut record = readable(&carried.record);
+                record.history_len = carried.history_len;
+                record.awaits_answer = carried.awaits_answer;
+                record.artifacts = carried.artifacts;
+                let journal = Journal::stored(&record);
+                (record, journal, carried.processed, carried.written)
+            }
+            None => {
+                let record = readable(&input.head);
+                let journal = Journal::new_task(&record, Some(input.created_by))
+                    // Only a record that cannot be serialized fails here, and
+                    // it was just parsed from JSON.
+                    .unwrap_or_else(|_| Journal::stored(&record));
+                (record, journal, BTreeSet::new(), 0)
+            }
+        };
         TaskWorkflow {
             record,
             journal,
-            admins: input.admins,
-            limits: input.limits,
-            selectable_models: input.selectable_models,
-            processed: BTreeSet::new(),
+            settings: TaskSettings {
+                admins: input.admins,
+                limits: input.limits,
+                selectable_models: input.selectable_models,
+                ..TaskSettings::default()
+            },
+            continue_after_events: input.continue_after_events,
+            stays: false,
+            processed,
             busy: false,
+            cut: false,
+            completing: 0,
             now: Timestamp::from_unix_millis(0),
-            written: 0,
+            written,
         }
     }
 
     /// Lives until the task ends; a cancellation ends it `CANCELED`.
+    /// Between turns, once the history has grown long, the run continues
+    /// as new with the task as it is.
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<String> {
-        let ended = ctx
-            .wait_condition(|task| task.record.is_terminal() && !task.busy)
-            .await;
-        if ended.is_err() {
-            return cancel(ctx).await;
+        loop {
+            let view = ctx.clone();
+            let due = move |task: &TaskWorkflow| task.record.is_terminal() || task.long(&view);
+            let ended = ctx.wait_condition(|task| !task.busy && due(task)).await;
+            if ended.is_err() {
+                return cancel(ctx).await;
+            }
+            // A message accepted meanwhile runs its turn first.
+            drain(ctx).await;
+            if ctx.state(|task| task.record.is_terminal()) {
+                return Ok(ctx.state(|task| task.record.state().as_str().to_owned()));
+            }
+            let view = ctx.clone();
+            match ctx.state(|task| task.continued(&view)) {
+                Ok(Some(next)) => {
+                    return match ctx.continue_as_new(next, ContinueAsNewOptions::default()) {
+                        Err(termination) => Err(termination),
+                        Ok(never) => match never {},
+                    };
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::error!(task = %ctx.state(|task| task.record.id.clone()), %error,
+                        "the task cannot be carried to a new run; this one goes on");
+                    ctx.state_mut(|task| task.stays = true);
+                }
+            }
         }
-        drain(ctx).await;
-        Ok(ctx.state(|task| task.record.state().as_str().to_owned()))
     }
 
     #[update_validator(send)]
@@ -156,6 +216,8 @@ impl TaskWorkflow {
             return Ok(());
         }
         self.admit(envelope)
+            .map(drop)
+            .map_err(|refusal| Box::new(refusal) as UpdateError)
     }
 
     #[update]
@@ -167,8 +229,14 @@ impl TaskWorkflow {
         if !ctx.state_mut(|task| task.processed.insert(id.clone())) {
             return Ok(Answered::Duplicate);
         }
-        // One turn at a time: a message waits for the running one to end.
-        let accepted = match ctx.wait_condition(|task| !task.busy).await {
+        // One turn at a time: a message waits for the running one to end,
+        // except that a completion cuts it, and goes before those waiting.
+        let completes = matches!(envelope.kind, Kind::Complete);
+        if completes {
+            ctx.state_mut(TaskWorkflow::cut_turn);
+        }
+        let its_turn = move |task: &TaskWorkflow| !task.busy && (completes || task.completing == 0);
+        let accepted = match ctx.wait_condition(its_turn).await {
             Ok(()) => {
                 let now = clock(ctx);
                 ctx.state_mut(|task| {
@@ -182,17 +250,28 @@ impl TaskWorkflow {
             Ok(accepted) => accepted,
             Err(refusal) => {
                 // Not applied: a resend must be looked at afresh.
-                ctx.state_mut(|task| task.processed.remove(&id));
+                ctx.state_mut(|task| {
+                    task.processed.remove(&id);
+                    task.completing -= u32::from(completes);
+                });
                 return Err(refusal);
             }
         };
-        ctx.state_mut(|task| task.busy = true);
+        ctx.state_mut(|task| {
+            task.busy = true;
+            task.cut = false;
+        });
         let mut direct_reply = None;
         let mut outcome = project(ctx, write).await;
         while outcome.is_ok()
             && let Some(turn) = work.take()
         {
             let result = run_turn(ctx, turn).await;
+            // Cut by a completion, or by the task's cancellation (which
+            // then records how the task ended).
+            if ctx.state(|task| task.cut) || ctx.cancellation_token().is_cancelled() {
+                return Ok(cut(ctx, completes).await);
+            }
             let now = clock(ctx);
             let step = ctx.state_mut(|task| {
                 task.now = now;
@@ -211,10 +290,25 @@ impl TaskWorkflow {
         }
         ctx.state_mut(|task| {
             task.busy = false;
+            task.completing -= u32::from(completes);
             task.record.forget_history();
         });
         outcome.map(|()| Answered::TurnEnded { direct_reply })
     }
+}
+
+/// The running turn was cut by a completion: its output is dropped, the
+/// completion runs, and the turn's sender is answered once it has (so it
+/// reads how the task ended, as on the embedded engine).
+async fn cut(ctx: &WorkflowContext<TaskWorkflow>, completes: bool) -> Answered {
+    ctx.state_mut(|task| {
+        task.busy = false;
+        task.completing -= u32::from(completes);
+    });
+    let _ = ctx
+        .wait_condition(|task| task.completing == 0 && !task.busy)
+        .await;
+    Answered::TurnEnded { direct_reply: None }
 }
 
 /// A turn the workflow runs as an activity.
@@ -225,51 +319,69 @@ enum Work {
 }
 
 impl TaskWorkflow {
-    /// The authoritative check of a message against the task as it is now.
-    fn admit(&self, envelope: &Envelope) -> Result<(), UpdateError> {
-        let record = &self.record;
-        let context_id = envelope.message.context_id.as_deref();
-        access::admit_message(
-            record,
-            &self.admins,
+    /// A completion arrived: cut the running turn, if any.
+    fn cut_turn(&mut self) {
+        self.completing += 1;
+        self.cut |= self.busy;
+    }
+
+    /// Whether this run's history is long enough to continue as new.
+    fn long(&self, ctx: &WorkflowContext<TaskWorkflow>) -> bool {
+        !self.stays
+            && (ctx.history_length() >= self.continue_after_events
+                || ctx.continue_as_new_suggested())
+    }
+
+    /// The next run's input, if this run should hand over now: no turn
+    /// running, no handler left, the history long.
+    fn continued(
+        &self,
+        ctx: &WorkflowContext<TaskWorkflow>,
+    ) -> Result<Option<TaskInput>, serde_json::Error> {
+        if self.busy || !ctx.all_handlers_finished() || !self.long(ctx) {
+            return Ok(None);
+        }
+        let record = serde_json::to_string(&self.record)?;
+        Ok(Some(TaskInput {
+            head: String::new(),
+            created_by: String::new(),
+            admins: self.settings.admins.clone(),
+            limits: self.settings.limits,
+            selectable_models: self.settings.selectable_models.clone(),
+            continue_after_events: self.continue_after_events,
+            carried: Some(Carried {
+                record,
+                history_len: self.record.history_len,
+                awaits_answer: self.record.awaits_answer,
+                artifacts: self.record.artifacts.clone(),
+                processed: self.processed.clone(),
+                written: self.written,
+            }),
+        }))
+    }
+
+    /// The authoritative check of a message against the task as it is now
+    /// (the embedded engine's, `lifecycle::admit`).
+    fn admit(&self, envelope: &Envelope) -> Result<Role, Refusal> {
+        lifecycle::admit(
+            &self.record,
+            &self.settings,
             &envelope.sender,
-            context_id,
+            envelope.message.context_id.as_deref(),
             &envelope.kind,
-        )?;
-        if let Kind::Participants(grants) = &envelope.kind {
-            participants::check_grants(&record.participants, grants)?;
-        }
-        if matches!(envelope.kind, Kind::Decide { .. }) && record.pending_approval.is_empty() {
-            return Err(format!("no tool call of task {} awaits approval", record.id).into());
-        }
-        let limit = self.limits.max_history_messages;
-        if record.history_len >= limit {
-            return Err(format!(
-                "task {} holds {limit} messages, the most one task may hold (`[limits] \
-                 max_history_messages`)",
-                record.id
-            )
-            .into());
-        }
-        Ok(())
+        )
+        .map_err(Refusal::from)
     }
 
     /// Accept a message, checked again against the task as its turn finds
     /// it: what to store, and the turn it starts.
     fn accept(&mut self, envelope: Envelope) -> Result<(TaskWrite, Option<Work>), UpdateError> {
-        self.admit(&envelope)?;
+        let role = self.admit(&envelope)?;
         let Envelope {
             sender,
             mut message,
             kind,
         } = envelope;
-        let role = access::admit_message(
-            &self.record,
-            &self.admins,
-            &sender,
-            message.context_id.as_deref(),
-            &kind,
-        )?;
         let sender = Participant { id: sender, role };
         // Commands and completions see the task as the message found it.
         let before = self.view();
@@ -312,7 +424,7 @@ impl TaskWorkflow {
         for record in result.records {
             lifecycle::record(self, record);
         }
-        let settings = self.settings();
+        let settings = self.settings.clone();
         let finished = lifecycle::finish(self, result.output, &settings);
         let work = match finished.next {
             Next::Completion(requested_by) => Some(Work::Completion(CompletionTurn {
@@ -340,16 +452,7 @@ impl TaskWorkflow {
     }
 
     fn view(&self) -> TaskView {
-        self.record.view(&self.selectable_models)
-    }
-
-    /// The settings a decision reads.
-    fn settings(&self) -> crate::task::TaskSettings {
-        crate::task::TaskSettings {
-            admins: self.admins.clone(),
-            limits: self.limits,
-            ..crate::task::TaskSettings::default()
-        }
+        self.record.view(&self.settings.selectable_models)
     }
 
     /// The store write for the changes since the last one.
@@ -391,6 +494,23 @@ impl lifecycle::Task for TaskWorkflow {
     }
 }
 
+/// The record a run starts from. A head that does not parse is refused by
+/// the server before it starts a workflow; an empty task here fails the
+/// first Update.
+fn readable(head: &str) -> TaskRecord {
+    TaskRecord::from_head(head).unwrap_or_else(|error| {
+        tracing::error!(%error, "a task workflow started from an unreadable head");
+        TaskRecord::new(
+            String::new(),
+            String::new(),
+            crate::task::state::Lifecycle::Conversation,
+            Vec::new(),
+            String::new(),
+            String::new(),
+        )
+    })
+}
+
 /// The workflow's clock, which replays as it ran.
 fn clock(ctx: &WorkflowContext<TaskWorkflow>) -> Timestamp {
     ctx.workflow_time().map_or_else(
@@ -401,20 +521,39 @@ fn clock(ctx: &WorkflowContext<TaskWorkflow>) -> Timestamp {
 
 /// Run a turn's activity; a failure of the activity itself (its retries
 /// spent, a worker's error) ends the turn as a failed one.
+/// A completion cuts it (the activity is cancelled), as does the task's
+/// cancellation.
 async fn run_turn(ctx: &WorkflowContext<TaskWorkflow>, work: Work) -> TurnResult {
-    let result = match work {
-        Work::Model(request) => {
-            ctx.execute_activity(TaskActivities::model_turn, request, retried())
-                .await
+    // The token lives in this handler: the workflow's state stays `Send`.
+    let turn = ctx.cancellation_token().child_token();
+    let retried = activity_options(5, Some(turn.clone()));
+    let activity = async {
+        match work {
+            Work::Model(request) => {
+                ctx.execute_activity(TaskActivities::model_turn, request, retried)
+                    .await
+            }
+            Work::Command(request) => {
+                // A command body may have had effects outside: it runs once.
+                let once = activity_options(1, Some(turn.clone()));
+                ctx.execute_activity(TaskActivities::command_turn, request, once)
+                    .await
+            }
+            Work::Completion(request) => {
+                ctx.execute_activity(TaskActivities::completion_turn, request, retried)
+                    .await
+            }
         }
-        Work::Command(request) => {
-            ctx.execute_activity(TaskActivities::command_turn, request, once())
-                .await
-        }
-        Work::Completion(request) => {
-            ctx.execute_activity(TaskActivities::completion_turn, request, retried())
-                .await
-        }
+    };
+    let cut = async {
+        let _ = ctx.wait_condition(|task| task.cut).await;
+        turn.cancel();
+        // The activity's own end (its cancellation) answers the select.
+        std::future::pending::<Infallible>().await
+    };
+    let result = match select(pin!(activity), pin!(cut)).await {
+        Either::Left((result, _)) => result,
+        Either::Right((never, _)) => match never {},
     };
     result
         .unwrap_or_else(|error| TurnResult::failed(format!("the turn's activity failed: {error}")))
@@ -464,19 +603,8 @@ async fn drain(ctx: &WorkflowContext<TaskWorkflow>) {
         .await;
 }
 
-/// A model call or a completion decision: retried, and stopped when the
-/// turn is cut.
-fn retried() -> ActivityOptions {
-    activity_options(5, None)
-}
-
-/// A command body may have had effects outside: it runs once.
-fn once() -> ActivityOptions {
-    activity_options(1, None)
-}
-
-/// At most `attempts` attempts; `token` set, a cancellation of the
-/// workflow does not reach the activity.
+/// At most `attempts` attempts, stopped when `token` is cancelled (by
+/// default, when the workflow is).
 fn activity_options(attempts: u32, token: Option<WorkflowCancellationToken>) -> ActivityOptions {
     let retry = RetryPolicy::builder()
         .initial_interval(Duration::from_millis(200))

@@ -46,10 +46,12 @@ impl DevServer {
     }
 
     /// Connected once the server answers.
-    async fn engine(&self) -> TemporalEngine {
+    async fn engine(&self, configure: impl FnOnce(&mut TemporalOptions)) -> TemporalEngine {
+        let mut options = TemporalOptions::new(&self.address);
+        configure(&mut options);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match TemporalEngine::connect(TemporalOptions::new(&self.address)).await {
+            match TemporalEngine::connect(options.clone()).await {
                 Ok(engine) => return engine,
                 Err(error) if Instant::now() > deadline => {
                     panic!("Temporal never came up: {error}")
@@ -68,25 +70,34 @@ impl Drop for DevServer {
 }
 
 /// A service on Temporal with its worker, the built-in plugin and the
-/// offline model, reading tasks from a SQLite store in `dir`.
-struct OnTemporal {
-    service: TaskService,
-    engine: TemporalEngine,
+/// offline model, reading tasks from a SQLite store in its own dir.
+pub(super) struct OnTemporal {
+    pub(super) service: TaskService,
+    pub(super) engine: TemporalEngine,
     _server: DevServer,
     _dir: tempfile::TempDir,
 }
 
 async fn on_temporal() -> OnTemporal {
+    on_temporal_with(CommandRegistry::builder(), |_| {}).await
+}
+
+/// On the built-in plugin plus whatever `builder` holds, with the engine's
+/// options as `configure` leaves them.
+pub(super) async fn on_temporal_with(
+    builder: RegistryBuilder,
+    configure: impl FnOnce(&mut TemporalOptions),
+) -> OnTemporal {
     let dir = tempfile::tempdir().expect("a scratch dir");
     let server = DevServer::start(dir.path());
-    let engine = server.engine().await;
+    let engine = server.engine(configure).await;
     let store = SqliteStore::open(&dir.path().join("tasks.db"), Synchronous::Normal)
         .expect("the store opens");
     let durability = Durability {
         store: Arc::new(store),
         ..Durability::in_memory()
     };
-    let loaded = PluginLoader::new(runtime()).load(None, CommandRegistry::builder());
+    let loaded = PluginLoader::new(runtime()).load(None, builder);
     assert!(!loaded.report.has_problems(), "{}", loaded.report);
     let service = TaskService::on_temporal(
         settings(),
@@ -105,102 +116,6 @@ async fn on_temporal() -> OnTemporal {
     }
 }
 
-fn sub_state(task: &Task) -> Option<&str> {
-    task.status
-        .message
-        .as_ref()
-        .and_then(|message| message.metadata.get("sub_state"))
-        .and_then(Value::as_str)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_parks_after_each_turn_and_completes_on_the_control() {
-    let temporal = on_temporal().await;
-    let service = &temporal.service;
-    let task = within(60, start(service, "alice", "hello")).await;
-    assert_eq!(task.status.state, TaskState::InputRequired, "{task:#?}");
-    assert_eq!(sub_state(&task), Some("awaiting-next-message"));
-    assert_eq!(task.history.len(), 2, "the message and the reply");
-
-    let next = within(60, send(service, "alice", say(Some(&task.id), "again")))
-        .await
-        .expect("a follow-up");
-    assert_eq!(next.status.state, TaskState::InputRequired);
-    assert_eq!(next.history.len(), 4);
-
-    let stored = get(service, "alice", &task.id)
-        .await
-        .expect("read without the worker's help");
-    assert_eq!(stored.history.len(), 4);
-
-    let done = within(60, send(service, "alice", control(&task.id, "complete")))
-        .await
-        .expect("completed");
-    assert_eq!(done.status.state, TaskState::Completed, "{done:#?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resent_message_is_answered_and_never_applied_twice() {
-    let temporal = on_temporal().await;
-    let service = &temporal.service;
-    let task = within(60, start(service, "alice", "hello")).await;
-    let message = user_message(Some(&task.id), vec![Part::text("once")]);
-    let first = within(60, send(service, "alice", request(message.clone())))
-        .await
-        .expect("accepted");
-    let again = within(60, send(service, "alice", request(message)))
-        .await
-        .expect("answered");
-    assert_eq!(first.history.len(), 4);
-    assert_eq!(again.history.len(), 4, "not applied again: {again:#?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watcher_is_refused_before_anything_is_accepted_and_cancel_ends_the_task() {
-    let temporal = on_temporal().await;
-    let service = &temporal.service;
-    let task = within(60, start(service, "alice", "hello")).await;
-    let granted = within(
-        60,
-        send(service, "alice", grant(&task.id, "bob", "watcher")),
-    )
-    .await
-    .expect("bob may watch");
-    assert_eq!(granted.status.state, TaskState::InputRequired);
-    let refused = send(service, "bob", say(Some(&task.id), "let me in")).await;
-    assert!(refused.is_err(), "{refused:?}");
-    let stored = get(service, "alice", &task.id).await.expect("visible");
-    // The grant and its confirmation; nothing of bob's.
-    assert_eq!(stored.history.len(), 4, "{stored:#?}");
-
-    let canceled = within(60, cancel(service, "alice", &task.id))
-        .await
-        .expect("canceled");
-    assert_eq!(canceled.status.state, TaskState::Canceled, "{canceled:#?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_runs_on_the_worker_and_its_reply_parks_the_conversation() {
-    let temporal = on_temporal().await;
-    let service = &temporal.service;
-    let task = within(60, start(service, "alice", "hello")).await;
-    let status = within(60, send(service, "alice", say(Some(&task.id), "/status")))
-        .await
-        .expect("the command ran");
-    assert_eq!(status.status.state, TaskState::InputRequired);
-    let reply = status
-        .status
-        .message
-        .as_ref()
-        .map(message_text)
-        .unwrap_or_default();
-    assert!(
-        reply.contains("State: TASK_STATE_INPUT_REQUIRED"),
-        "{reply}"
-    );
-    assert!(reply.contains("Participants: alice (reporter)"), "{reply}");
-}
-
 /// The workflow checks again what the server checked: a message it refuses
 /// (here one the server would have refused too, sent past it) is answered
 /// with the reason and leaves no event in the workflow's history.
@@ -213,9 +128,10 @@ async fn a_refusal_by_the_workflow_leaves_no_trace_in_its_history() {
     let task = within(60, start(&temporal.service, "alice", "hello")).await;
     let before = temporal
         .engine
-        .history_length(&task.id)
+        .describe_run(&task.id)
         .await
-        .expect("described");
+        .expect("described")
+        .history_length;
     let envelope = Envelope {
         sender: "mallory".into(),
         message: user_message(Some(&task.id), vec![Part::text("let me in")]),
@@ -228,12 +144,63 @@ async fn a_refusal_by_the_workflow_leaves_no_trace_in_its_history() {
     assert!(refused.to_string().contains("not found"), "{refused}");
     let after = temporal
         .engine
-        .history_length(&task.id)
+        .describe_run(&task.id)
         .await
-        .expect("described");
+        .expect("described")
+        .history_length;
     assert_eq!(after, before, "the refusal added no event");
     let stored = get(&temporal.service, "alice", &task.id)
         .await
         .expect("visible");
     assert_eq!(stored.history.len(), 2);
+}
+
+/// Dedup by `messageId` holds across runs: a message resent after the
+/// workflow continued as new is answered, not applied again, and the task
+/// goes on where it was (its history, its agent message ids).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_resent_after_continue_as_new_is_not_applied_again() {
+    let temporal = on_temporal_with(CommandRegistry::builder(), |options| {
+        options.continue_after_events = 40;
+    })
+    .await;
+    let service = &temporal.service;
+    let task = within(60, start(service, "alice", "hello")).await;
+    let first_run = temporal
+        .engine
+        .describe_run(&task.id)
+        .await
+        .expect("described")
+        .run_id;
+    let message = user_message(Some(&task.id), vec![Part::text("once")]);
+    within(60, send(service, "alice", request(message.clone())))
+        .await
+        .expect("accepted");
+    let mut turns = 2;
+    while temporal
+        .engine
+        .describe_run(&task.id)
+        .await
+        .expect("described")
+        .run_id
+        == first_run
+    {
+        assert!(turns < 20, "the workflow never continued as new");
+        within(60, send(service, "alice", say(Some(&task.id), "more")))
+            .await
+            .expect("a follow-up");
+        turns += 1;
+    }
+    let again = within(60, send(service, "alice", request(message)))
+        .await
+        .expect("answered");
+    assert_eq!(again.history.len(), 2 * turns, "not applied again");
+    let next = within(60, send(service, "alice", say(Some(&task.id), "after")))
+        .await
+        .expect("the new run serves the task");
+    assert_eq!(next.history.len(), 2 * turns + 2);
+    assert_eq!(next.status.state, TaskState::InputRequired);
+    let ids: std::collections::HashSet<_> =
+        next.history.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(ids.len(), next.history.len(), "every message id is new");
 }
