@@ -19,4 +19,6 @@ mod renderers;
 mod scaffold;
 mod security;
 mod server;
+#[cfg(feature = "temporal")]
+mod temporal;
 mod tools;

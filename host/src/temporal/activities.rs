@@ -7,6 +7,7 @@
 //! before the reply; its progress and streamed text are not kept yet.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
@@ -101,32 +102,32 @@ impl TaskActivities {
     #[activity]
     pub async fn model_turn(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         request: ModelTurnRequest,
     ) -> Result<TurnResult, ActivityError> {
         let record = TaskRecord::from_head(&request.head).map_err(anyhow::Error::msg)?;
         let turn = ModelTurn::prepare(&self.env, &record, request.view, request.turn_message);
-        Ok(drain(Job::spawn(move |link| turn.run(link))).await)
+        Ok(drain(&ctx, Job::spawn(move |link| turn.run(link))).await)
     }
 
     /// A command body; the workflow never retries it.
     #[activity]
     pub async fn command_turn(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         request: CommandTurn,
     ) -> Result<TurnResult, ActivityError> {
         let registry = self.env.registries.current();
         let CommandTurn { text, sender, view } = request;
         let job = Job::spawn(move |_| turn::command_turn(registry, text, sender, view));
-        Ok(drain(job).await)
+        Ok(drain(&ctx, job).await)
     }
 
     /// The `task.complete` decision.
     #[activity]
     pub async fn completion_turn(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         request: CompletionTurn,
     ) -> Result<TurnResult, ActivityError> {
         let registry = self.env.registries.current();
@@ -141,7 +142,7 @@ impl TaskActivities {
                 ..TurnOutput::untraced(TurnEnd::Completion(verdict))
             }
         });
-        Ok(drain(job).await)
+        Ok(drain(&ctx, job).await)
     }
 }
 
@@ -157,11 +158,27 @@ async fn already_stored(store: &dyn TaskStore, task_id: String, last: Option<u64
     }
 }
 
-/// Run a turn to its end, keeping what it journals.
-async fn drain(mut job: Job) -> TurnResult {
+/// How often a running turn tells the cluster its worker is alive; the
+/// workflow gives each turn a heartbeat timeout of three times this, after
+/// which the cluster retries the turn elsewhere (a worker killed mid-turn).
+pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// Run a turn to its end, keeping what it journals and heartbeating; a
+/// turn the workflow cut (its activity cancelled) is stopped.
+async fn drain(ctx: &ActivityContext, mut job: Job) -> TurnResult {
     let mut records = Vec::new();
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
-        match job.next().await {
+        let step = tokio::select! {
+            step = job.next() => step,
+            _ = heartbeat.tick() => {
+                // A lost heartbeat is only a late one: the next may land.
+                let _ = ctx.record_heartbeat(()).await;
+                continue;
+            }
+            () = ctx.cancelled() => return TurnResult::failed("the turn was cut"),
+        };
+        match step {
             Some(Step::Record(record, committed)) => {
                 records.push(record);
                 let _ = committed.send(());

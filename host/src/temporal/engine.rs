@@ -10,6 +10,7 @@ use temporalio_client::{
     WorkflowDescribeOptions, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions,
     WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateWithStartOptions,
 };
+use temporalio_common::protos::temporal::api::enums::v1::PendingActivityState;
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::TaskActivities;
@@ -57,6 +58,19 @@ pub struct RunDescription {
     pub run_id: String,
     /// Events in this run's history.
     pub history_length: usize,
+    /// Its activities a worker has started and not finished.
+    pub running: Vec<RunningActivity>,
+}
+
+/// An activity under way on a worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningActivity {
+    /// The activity's type, e.g. `TaskActivities::model_turn`.
+    pub kind: String,
+    /// 1 for the first attempt.
+    pub attempt: i32,
+    /// The identity of the worker running it.
+    pub worker: String,
 }
 
 /// A connection to the cluster the tasks run on.
@@ -147,9 +161,26 @@ impl TemporalEngine {
             .describe(WorkflowDescribeOptions::default())
             .await
             .map_err(unavailable)?;
+        let started = PendingActivityState::Started as i32;
+        let running = description
+            .raw_description
+            .pending_activities
+            .iter()
+            .filter(|activity| activity.state == started)
+            .map(|activity| RunningActivity {
+                kind: activity
+                    .activity_type
+                    .as_ref()
+                    .map(|kind| kind.name.clone())
+                    .unwrap_or_default(),
+                attempt: activity.attempt,
+                worker: activity.last_worker_identity.clone(),
+            })
+            .collect();
         Ok(RunDescription {
             run_id: description.run_id().to_owned(),
             history_length: description.history_length(),
+            running,
         })
     }
 
@@ -214,7 +245,8 @@ async fn run_worker(
     let worker = async {
         let runtime = Runtime::from_current_tokio(Default::default())
             .map_err(|error| format!("the Temporal runtime could not start: {error}"))?;
-        let client = connect(&options, "tiny-harness-worker").await?;
+        let identity = format!("tiny-harness-worker-{}", std::process::id());
+        let client = connect(&options, &identity).await?;
         let worker_options = WorkerOptions::new(options.task_queue.as_str())
             .register_workflow::<TaskWorkflow>()
             .map_err(|error| format!("the task workflow could not be registered: {error}"))?

@@ -25,10 +25,11 @@
 #![allow(unreachable_pub)]
 
 mod activities;
+pub mod dev_server;
 mod engine;
 mod front;
 mod refusal;
 pub(crate) mod workflow;
 
-pub use engine::{RunDescription, TemporalEngine, TemporalOptions};
+pub use engine::{RunDescription, RunningActivity, TemporalEngine, TemporalOptions};
 pub use front::TemporalFront;

