@@ -83,6 +83,11 @@ struct TemporalArgs {
     /// The task queue every server and worker of one deployment shares.
     #[arg(long, value_name = "QUEUE", default_value = "tiny-harness-tasks")]
     task_queue: String,
+    /// A task's workflow run continues as new once its history holds this many events
+    /// (about 20 a turn), for the tasks this server starts.
+    #[arg(long, value_name = "EVENTS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u32).range(100..))]
+    continue_after_events: u32,
 }
 
 #[derive(Args)]
@@ -429,6 +434,7 @@ fn on_temporal(
     let options = TemporalOptions {
         namespace: args.namespace,
         task_queue: args.task_queue,
+        continue_after_events: args.continue_after_events,
         ..TemporalOptions::new(address)
     };
     let engine = tokio
