@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tiny_harness::a2a::types::{
-    Message, Part, Role, SendMessageRequest, SendMessageResponse, Task, TaskState,
+    Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
 };
 use tiny_harness::commands::{CommandRegistry, Registries};
 use tiny_harness::config::Config;
@@ -16,6 +16,7 @@ use tiny_harness::model::Models;
 use tiny_harness::task::{Caller, TaskService};
 use tiny_harness::temporal::dev_server::DevServer;
 use tiny_harness::temporal::{RunDescription, TemporalEngine};
+use tokio_stream::StreamExt as _;
 
 use crate::support::component_cache_dir;
 
@@ -181,6 +182,39 @@ async fn a_turn_whose_worker_is_killed_is_retried_on_another_worker_and_complete
         answered.history.len(),
         4,
         "the turn answered once: {answered:#?}"
+    );
+
+    // A streamed turn on the worker process: its stored events reach this
+    // process's stream through the store; what it says live stays there.
+    let caller = Caller { id: "alice".into() };
+    let stream = service
+        .send_streaming_message(&caller, say(Some(&task.id), "work for 1 seconds"))
+        .await
+        .expect("accepted");
+    let events: Vec<StreamResponse> =
+        tokio::time::timeout(Duration::from_secs(30), stream.collect())
+            .await
+            .expect("the stream ends with the turn");
+    assert!(
+        matches!(&events[0], StreamResponse::Task(task) if task.status.state == TaskState::Working),
+        "{events:#?}"
+    );
+    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
+        panic!("ends with the turn's last update: {events:#?}");
+    };
+    assert_eq!(last.status.state, TaskState::InputRequired);
+    let said = last.status.message.as_ref().expect("the reply");
+    assert!(
+        said.parts[0]
+            .as_text()
+            .is_some_and(|text| text.starts_with("Worked for 1 seconds.")),
+        "{said:#?}"
+    );
+    assert!(
+        events.iter().all(|event| !matches!(event,
+            StreamResponse::StatusUpdate(update) if update.metadata.contains_key("stream")
+                && update.metadata["stream"] == "text-delta")),
+        "{events:#?}"
     );
     drop(second);
 }

@@ -44,7 +44,8 @@ use super::directory::Directory;
 use super::env::Env;
 use super::events::{Broadcaster, Sequenced};
 use super::inbox::{
-    Admitted, AnswerWatch, Canceller, Command, Rendered, Reply, Submission, TurnReply, stopped,
+    Admitted, AnswerWatch, Answering, Canceller, Command, Rendered, Reply, Submission, TurnReply,
+    stopped,
 };
 use super::job::{Job, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use super::journal::{Journal, Published};
@@ -409,7 +410,7 @@ impl TaskActor {
         let _ = reply.send(Ok(Admitted {
             task: self.render(history_length),
             seq: self.record.seq,
-            events: submission.stream.then(|| self.events.subscribe()),
+            events: (submission.answering == Answering::Streamed).then(|| self.events.subscribe()),
             done: waiter,
             finished: !running,
             answer_watch: None,
@@ -424,7 +425,7 @@ impl TaskActor {
             mut message,
             class,
             history_length,
-            stream,
+            answering,
             ..
         } = submission;
         let text = classify::command_text(&message)
@@ -443,6 +444,7 @@ impl TaskActor {
                 task: before.clone(),
             }));
         }
+        let stream = answering == Answering::Streamed;
         let events = stream.then(|| self.events.subscribe());
         self.turn_message = Some(message.message_id.clone());
         // A message-only answer belongs to the turn that made it.

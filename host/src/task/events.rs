@@ -132,6 +132,8 @@ pub(crate) struct TaskEvents {
     /// Events up to this number are already reflected in what was sent.
     seen: u64,
     finished: bool,
+    /// Whether the last item sent was a live-only event.
+    last_live: bool,
     replay: Replay,
     replaying: Option<Replaying>,
     replayed: VecDeque<Sequenced>,
@@ -150,6 +152,7 @@ impl TaskEvents {
             live: BroadcastStream::new(live),
             seen: seq,
             finished: false,
+            last_live: false,
             replay,
             replaying: None,
             replayed: VecDeque::new(),
@@ -164,8 +167,15 @@ impl TaskEvents {
         events
     }
 
+    /// Whether the item last sent was a live-only event (a text delta, or
+    /// a progress note on the Temporal engine).
+    pub(crate) fn last_was_live(&self) -> bool {
+        self.last_live
+    }
+
     /// The next event to send, if it is new.
     fn take(&mut self, Sequenced { seq, event, live }: Sequenced) -> Option<StreamResponse> {
+        self.last_live = live;
         if live {
             // Only while the stream is up to date: a live event behind what
             // was sent (or ahead, after a gap) belongs to another moment.
@@ -224,7 +234,7 @@ impl Stream for TaskEvents {
 
 /// A status update that ends the turn (terminal, `INPUT_REQUIRED` or
 /// `AUTH_REQUIRED`).
-pub(super) fn ends_turn(event: &StreamResponse) -> bool {
+pub(crate) fn ends_turn(event: &StreamResponse) -> bool {
     matches!(event, StreamResponse::StatusUpdate(update) if update.status.state.ends_turn())
 }
 

@@ -23,8 +23,20 @@ pub(crate) struct Submission {
     /// id in the store and did not find it: unchanged since, the actor need
     /// not look again. `None`: the actor looks.
     pub(crate) checked_at: Option<u64>,
-    /// Whether the sender streams the turn (and so needs its events).
-    pub(crate) stream: bool,
+    /// When the sender is answered (and so whether it needs the events).
+    pub(crate) answering: Answering,
+}
+
+/// When a message's sender is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answering {
+    /// Once the message's turn ends (`SendMessage`).
+    AtTurnEnd,
+    /// Once the message is accepted, the turn under way
+    /// (`SendMessage` with `returnImmediately`).
+    AtAcceptance,
+    /// With the turn's events as they come (`SendStreamingMessage`).
+    Streamed,
 }
 
 /// A task as its actor answers with it: with at most the running turn's
@@ -56,16 +68,38 @@ pub(crate) struct Admitted {
 /// Whether a turn's answer is a message alone: set by the task's actor
 /// when the turn ends, before any event of the answer is sent, so whoever
 /// reads one of those events also reads this.
+///
+/// On the Temporal engine the turn ends in a workflow, which says so only
+/// in the Update's result, after the events: a watch made
+/// [`AnswerWatch::at_turn_end`] has the stream ask the turn's result when
+/// the event that ends the turn comes.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct AnswerWatch(Arc<AtomicBool>);
+pub(crate) struct AnswerWatch {
+    message: Arc<AtomicBool>,
+    at_turn_end: bool,
+}
 
 impl AnswerWatch {
+    /// A watch that is never set: the turn's result tells.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn at_turn_end() -> Self {
+        AnswerWatch {
+            at_turn_end: true,
+            ..AnswerWatch::default()
+        }
+    }
+
     pub(crate) fn answered_with_message(&self) {
-        self.0.store(true, Ordering::Release);
+        self.message.store(true, Ordering::Release);
     }
 
     pub(crate) fn is_message(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.message.load(Ordering::Acquire)
+    }
+
+    /// Whether only the turn's result says if the answer is a message.
+    pub(crate) fn told_at_turn_end(&self) -> bool {
+        self.at_turn_end
     }
 }
 

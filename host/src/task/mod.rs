@@ -37,7 +37,7 @@ pub(crate) mod completion;
 mod directory;
 mod effects;
 pub(crate) mod env;
-mod events;
+pub(crate) mod events;
 pub(crate) mod inbox;
 pub(crate) mod job;
 pub(crate) mod journal;
@@ -53,7 +53,7 @@ pub(crate) mod state;
 mod subtasks;
 mod suggest;
 mod tools;
-mod transcript;
+pub(crate) mod transcript;
 pub(crate) mod turn;
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! and its `WORKING` update back until the turn shows something: any other
 //! event releases them, in order, unless the task's actor said first that
 //! the answer is a message alone ([`AnswerWatch`]); then the stream waits
-//! for the turn's end and sends only that Message.
+//! for the turn's end and sends only that Message. (On the Temporal engine
+//! a turn stores its events when it ends, and its result tells, once the
+//! ending event comes; what the turn says live releases the stream.)
 
 use futures_core::Stream;
 use futures_util::{StreamExt as _, stream};
@@ -44,7 +46,9 @@ struct Opening {
 async fn hold(events: &mut TaskEvents, done: TurnDone, watch: &AnswerWatch) -> Opening {
     let mut held = Vec::new();
     while let Some(event) = events.next().await {
-        let quiet = is_quiet(&event);
+        // A turn on Temporal stores its events when it ends: until then,
+        // only what it says live shows it under way.
+        let quiet = is_quiet(&event) || (watch.told_at_turn_end() && !events.last_was_live());
         let ends_turn = ends_turn(&event);
         held.push(event);
         if watch.is_message() {
@@ -53,6 +57,15 @@ async fn hold(events: &mut TaskEvents, done: TurnDone, watch: &AnswerWatch) -> O
             }
             // The actor answers the turn's waiters in the step that sent
             // this update: `done` is at hand.
+            if let Ok(Ok(TurnReply::Message(message))) = done.await {
+                return Opening {
+                    items: vec![StreamResponse::Message(message)],
+                    events_follow: false,
+                };
+            }
+            break;
+        }
+        if ends_turn && watch.told_at_turn_end() {
             if let Ok(Ok(TurnReply::Message(message))) = done.await {
                 return Opening {
                     items: vec![StreamResponse::Message(message)],

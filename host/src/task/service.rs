@@ -35,7 +35,9 @@ use super::directory::Directory;
 use super::env::TaskLifecycle;
 use super::env::{Env, TaskSettings};
 use super::events::{Replay, Sequenced, TaskEvents};
-use super::inbox::{self, Admitted, Canceller, Command, Rendered, Submission, TurnReply};
+use super::inbox::{
+    self, Admitted, Answering, Canceller, Command, Rendered, Submission, TurnReply,
+};
 use super::listing;
 use super::reply_stream;
 use super::screen;
@@ -321,8 +323,13 @@ impl TaskService {
         let configuration = request.configuration.unwrap_or_default();
         let push = configuration.task_push_notification_config;
         let history_length = configuration.history_length;
+        let answering = if configuration.return_immediately {
+            Answering::AtAcceptance
+        } else {
+            Answering::AtTurnEnd
+        };
         let admitted = self
-            .admit(caller, request.message, push, history_length, false)
+            .admit(caller, request.message, push, history_length, answering)
             .await?;
         let reply = if configuration.return_immediately {
             TurnReply::Task(admitted.task)
@@ -349,17 +356,17 @@ impl TaskService {
         request: SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
         request.validate()?;
-        if self.temporal().is_some() {
-            return Err(A2aError::UnsupportedOperation(
-                "streaming a turn is not served on the Temporal engine yet; use SendMessage"
-                    .to_owned(),
-            ));
-        }
         let configuration = request.configuration.unwrap_or_default();
         let history_length = configuration.history_length;
         let push = configuration.task_push_notification_config;
         let admitted = self
-            .admit(caller, request.message, push, history_length, true)
+            .admit(
+                caller,
+                request.message,
+                push,
+                history_length,
+                Answering::Streamed,
+            )
             .await?;
         let task_id = admitted.task.task.id.clone();
         let first = self.with_history(admitted.task, history_length).await?;
@@ -458,10 +465,17 @@ impl TaskService {
         if record.is_terminal() {
             return Err(finished(&record));
         }
-        if self.temporal().is_some() {
-            return Err(A2aError::UnsupportedOperation(
-                "SubscribeToTask is not served on the Temporal engine yet".to_owned(),
-            ));
+        #[cfg(feature = "temporal")]
+        if let Some(temporal) = self.temporal() {
+            // Its events are tailed from the store, from the snapshot on.
+            let record = self.load(&request.id, None).await?;
+            let task = record.to_task(None);
+            if record.is_terminal() {
+                return Ok(Box::pin(TaskEvents::only(task)));
+            }
+            let live = temporal.follow(&request.id, record.seq);
+            let replay = self.replay(request.id);
+            return Ok(Box::pin(TaskEvents::new(task, record.seq, live, replay)));
         }
         // Subscribe before the snapshot: events in between are then
         // received twice rather than lost, and the sequence number drops
@@ -591,7 +605,7 @@ impl TaskService {
         mut message: Message,
         push: Option<TaskPushNotificationConfig>,
         history_length: Option<i32>,
-        stream: bool,
+        answering: Answering,
     ) -> Result<Admitted, A2aError> {
         // The head before the lookup: a message the lookup misses was not
         // in the task as this head shows it, so its actor need not look
@@ -606,7 +620,7 @@ impl TaskService {
             class: Class::Ordinary,
             history_length,
             checked_at,
-            stream,
+            answering,
         };
         if let Some(task_id) = self.accepted_before(caller, &message).await? {
             // A resend: the task answers it without applying it again, and
@@ -900,7 +914,7 @@ impl TaskService {
     }
 
     /// Read what a lagging stream missed from the store's log.
-    fn replay(&self, task_id: String) -> Replay {
+    pub(crate) fn replay(&self, task_id: String) -> Replay {
         let store = Arc::clone(&self.inner.env.store);
         Box::new(move |after| {
             let store = Arc::clone(&store);

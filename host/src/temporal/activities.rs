@@ -4,7 +4,8 @@
 //! body, the `task.complete` decision), on the worker's own registries,
 //! models and store. Its steps do not reach the workflow while it runs: the
 //! tool activity it journals comes back with its result and is recorded
-//! before the reply; its progress and streamed text are not kept yet.
+//! before the reply; its progress and streamed text go to the streams of
+//! the worker's own process (`side_channel`), never into the history.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
+use super::side_channel::{LiveTurn, SideChannel};
 use crate::domain::{Participant, TaskView};
 use crate::store::{StoreError, TaskStore, TaskWrite};
 use crate::task::agent::ModelTurn;
@@ -66,11 +68,12 @@ impl TurnResult {
 /// A worker's activities, on the worker's own task environment.
 pub struct TaskActivities {
     env: Arc<Env>,
+    side_channel: Arc<SideChannel>,
 }
 
 impl TaskActivities {
-    pub(super) fn new(env: Arc<Env>) -> Self {
-        TaskActivities { env }
+    pub(super) fn new(env: Arc<Env>, side_channel: Arc<SideChannel>) -> Self {
+        TaskActivities { env, side_channel }
     }
 }
 
@@ -88,7 +91,11 @@ impl TaskActivities {
         let store = self.env.store.as_ref();
         let task_id = write.task_id.clone();
         let last = write.entries.last().map(|entry| entry.position);
-        match store.commit(vec![write]).await {
+        let committed = store.commit(vec![write]).await;
+        if committed.is_ok() {
+            self.side_channel.projected();
+        }
+        match committed {
             Ok(()) => Ok(()),
             Err(StoreError::Conflict(conflict)) if already_stored(store, task_id, last).await => {
                 tracing::debug!(%conflict, "a projected write was already stored");
@@ -107,7 +114,9 @@ impl TaskActivities {
     ) -> Result<TurnResult, ActivityError> {
         let record = TaskRecord::from_head(&request.head).map_err(anyhow::Error::msg)?;
         let turn = ModelTurn::prepare(&self.env, &record, request.view, request.turn_message);
-        Ok(drain(&ctx, Job::spawn(move |link| turn.run(link))).await)
+        let live = LiveTurn::new(Arc::clone(&self.side_channel), record);
+        let job = Job::spawn(move |link| turn.run(link));
+        Ok(drain(&ctx, job, Some(&live)).await)
     }
 
     /// A command body; the workflow never retries it.
@@ -120,7 +129,7 @@ impl TaskActivities {
         let registry = self.env.registries.current();
         let CommandTurn { text, sender, view } = request;
         let job = Job::spawn(move |_| turn::command_turn(registry, text, sender, view));
-        Ok(drain(&ctx, job).await)
+        Ok(drain(&ctx, job, None).await)
     }
 
     /// The `task.complete` decision.
@@ -142,7 +151,7 @@ impl TaskActivities {
                 ..TurnOutput::untraced(TurnEnd::Completion(verdict))
             }
         });
-        Ok(drain(&ctx, job).await)
+        Ok(drain(&ctx, job, None).await)
     }
 }
 
@@ -163,9 +172,10 @@ async fn already_stored(store: &dyn TaskStore, task_id: String, last: Option<u64
 /// which the cluster retries the turn elsewhere (a worker killed mid-turn).
 pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 
-/// Run a turn to its end, keeping what it journals and heartbeating; a
-/// turn the workflow cut (its activity cancelled) is stopped.
-async fn drain(ctx: &ActivityContext, mut job: Job) -> TurnResult {
+/// Run a turn to its end, keeping what it journals, heartbeating and
+/// telling `live` what it says meanwhile; a turn the workflow cut (its
+/// activity cancelled) is stopped.
+async fn drain(ctx: &ActivityContext, mut job: Job, live: Option<&LiveTurn>) -> TurnResult {
     let mut records = Vec::new();
     let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
@@ -183,7 +193,16 @@ async fn drain(ctx: &ActivityContext, mut job: Job) -> TurnResult {
                 records.push(record);
                 let _ = committed.send(());
             }
-            Some(Step::Progress(_) | Step::Delta(_)) => {}
+            Some(Step::Progress(text)) => {
+                if let Some(live) = live {
+                    live.progress(text);
+                }
+            }
+            Some(Step::Delta(text)) => {
+                if let Some(live) = live {
+                    live.delta(text);
+                }
+            }
             Some(Step::Spawn { answer, .. }) => {
                 let refusal = "sub-tasks are not delegated on the Temporal engine yet";
                 let _ = answer.send(Err(refusal.to_owned()));

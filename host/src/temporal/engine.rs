@@ -15,6 +15,7 @@ use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::TaskActivities;
 use super::refusal::Refusal;
+use super::side_channel::SideChannel;
 use super::workflow::{Answered, Envelope, TaskInput, TaskWorkflow};
 use crate::a2a::error::A2aError;
 use crate::task::env::Env;
@@ -32,6 +33,11 @@ pub struct TemporalOptions {
     /// task and the ids of the messages it accepted. Set by the server that
     /// starts the task.
     pub continue_after_events: u32,
+    /// How often a stream (`SendStreamingMessage`, `SubscribeToTask`,
+    /// `returnImmediately`) reads the store for steps that workers of other
+    /// processes projected; this process's own worker wakes its streams at
+    /// once.
+    pub poll_store_every: std::time::Duration,
 }
 
 impl TemporalOptions {
@@ -40,6 +46,9 @@ impl TemporalOptions {
     /// About a hundred turns a run: far below the cluster's own limits
     /// (it warns at 10,240 events), and a replay stays short.
     pub const DEFAULT_CONTINUE_AFTER_EVENTS: u32 = 2_000;
+    /// A stream learns of another process's step within 50 ms, at one
+    /// indexed read of the store each time.
+    pub const DEFAULT_POLL_STORE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
     /// The default namespace and queue on the cluster at `address`.
     pub fn new(address: impl Into<String>) -> Self {
@@ -48,6 +57,7 @@ impl TemporalOptions {
             namespace: Self::DEFAULT_NAMESPACE.to_owned(),
             task_queue: Self::DEFAULT_TASK_QUEUE.to_owned(),
             continue_after_events: Self::DEFAULT_CONTINUE_AFTER_EVENTS,
+            poll_store_every: Self::DEFAULT_POLL_STORE_EVERY,
         }
     }
 }
@@ -187,7 +197,12 @@ impl TemporalEngine {
     /// Run a worker for this deployment's task queue on a thread of its
     /// own, with `env`'s registries, models and store, until the returned
     /// handle is dropped.
-    pub(crate) fn spawn_worker(&self, env: Arc<Env>) -> Result<WorkerThread, String> {
+    /// Its model turns publish their live-only events on `side_channel`.
+    pub(crate) fn spawn_worker(
+        &self,
+        env: Arc<Env>,
+        side_channel: Arc<SideChannel>,
+    ) -> Result<WorkerThread, String> {
         let options = self.options.clone();
         let (started, ready) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -204,7 +219,8 @@ impl TemporalEngine {
                         return;
                     }
                 };
-                runtime.block_on(run_worker(options, env, started, stopped));
+                let activities = TaskActivities::new(env, side_channel);
+                runtime.block_on(run_worker(options, activities, started, stopped));
             })
             .map_err(|error| format!("the Temporal worker's thread could not start: {error}"))?;
         match ready.recv() {
@@ -238,7 +254,7 @@ impl Drop for WorkerThread {
 
 async fn run_worker(
     options: TemporalOptions,
-    env: Arc<Env>,
+    activities: TaskActivities,
     started: std::sync::mpsc::Sender<Result<(), String>>,
     stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
@@ -250,7 +266,7 @@ async fn run_worker(
         let worker_options = WorkerOptions::new(options.task_queue.as_str())
             .register_workflow::<TaskWorkflow>()
             .map_err(|error| format!("the task workflow could not be registered: {error}"))?
-            .register_activities(TaskActivities::new(env))
+            .register_activities(activities)
             .build();
         Worker::new(&runtime, client, worker_options)
             .map_err(|error| format!("the Temporal worker could not start: {error}"))

@@ -19,6 +19,8 @@
 //! * `engine`: the client (update-with-start, cancellation) and the worker
 //!   a server process runs; `front`: what the task service hands a message
 //!   or a cancellation to when its tasks run here.
+//! * `side_channel`: the streams' events, tailed from the store, and the
+//!   live-only text of a model turn, which never enters the workflow.
 
 // The Temporal macros generate public items (activity and workflow markers)
 // that name these modules' types.
@@ -29,6 +31,7 @@ pub mod dev_server;
 mod engine;
 mod front;
 mod refusal;
+mod side_channel;
 pub(crate) mod workflow;
 
 pub use engine::{RunDescription, RunningActivity, TemporalEngine, TemporalOptions};

@@ -213,57 +213,6 @@ async fn a_message_disposition_answers_with_the_message_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streamed_one_shot_task_answers_with_the_message_alone() {
-    let (service, _) = answering(json!({"text": "just this", "disposition": "message"}));
-    let stream = service
-        .send_streaming_message(&who("alice"), first("hello", "task"))
-        .await
-        .expect("accepted");
-    let events = collect(stream).await;
-    let [StreamResponse::Message(message)] = events.as_slice() else {
-        panic!("the Message and nothing else: {events:#?}");
-    };
-    assert_eq!(message.role, MessageRole::Agent);
-    assert_eq!(message_text(message), "just this");
-    let id = message.task_id.as_deref().expect("the task it came from");
-    let task = get(&service, "alice", id).await.expect("visible");
-    assert_eq!(task.status.state, TaskState::Completed, "{task:#?}");
-
-    // A conversation needs its Task to go on: its stream shows it.
-    let stream = service
-        .send_streaming_message(&who("alice"), first("hello", "conversation"))
-        .await
-        .expect("accepted");
-    let events = collect(stream).await;
-    assert!(
-        matches!(&events[0], StreamResponse::Task(task) if task.status.state == TaskState::Submitted),
-        "{events:#?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streamed_one_shot_task_shows_its_task_as_soon_as_the_turn_shows_progress() {
-    let service = service();
-    let mut stream = service
-        .send_streaming_message(&who("alice"), first("work for 2 seconds", "task"))
-        .await
-        .expect("accepted");
-    let Some(StreamResponse::Task(opened)) = within(5, stream.next()).await else {
-        panic!("the Task first");
-    };
-    assert_eq!(opened.status.state, TaskState::Submitted);
-    // Released by the first progress note (0.1 s in), not the answer (2 s).
-    let task = get(&service, "alice", &opened.id).await.expect("visible");
-    assert_eq!(task.status.state, TaskState::Working, "{task:#?}");
-    let rest = collect(stream).await;
-    assert!(
-        matches!(rest.last(), Some(StreamResponse::StatusUpdate(update))
-            if update.status.state == TaskState::Completed),
-        "{rest:#?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_one_shot_task_that_answers_as_usual_streams_everything_in_order() {
     let (service, _) = answering(json!({"text": "as usual"}));
     let stream = service

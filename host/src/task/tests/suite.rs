@@ -104,6 +104,14 @@ on_both_engines!(
     completion_cuts_a_long_turn,
     cancel_cuts_the_running_turn_and_ends_the_task,
     a_finished_task_refuses_messages_and_subscriptions,
+    a_streamed_turn_starts_with_the_task_and_ends_with_the_turn,
+    a_streamed_follow_up_ends_parked_awaiting_the_next_message,
+    a_watcher_subscribes,
+    every_subscriber_sees_the_same_events_until_the_next_turn_ends,
+    return_immediately_answers_while_the_turn_runs,
+    a_stream_of_a_refused_message_is_the_refusal,
+    a_streamed_one_shot_task_answers_with_the_message_alone,
+    a_streamed_one_shot_task_opens_as_soon_as_the_turn_shows_progress,
 );
 
 // --- Conversations ---------------------------------------------------------------------------
@@ -545,4 +553,270 @@ async fn cancel_cuts_the_running_turn_and_ends_the_task(engine: Engine) {
             ..
         })
     ));
+}
+
+// --- Streams ---------------------------------------------------------------------------------
+
+async fn a_streamed_turn_starts_with_the_task_and_ends_with_the_turn(engine: Engine) {
+    let service = engine.serve().await;
+    let stream = service
+        .send_streaming_message(&who("alice"), say(None, "work for 1 seconds"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    let StreamResponse::Task(first) = &events[0] else {
+        panic!("the first item is the task: {events:#?}");
+    };
+    // A new task opens holding its first message.
+    assert_eq!(first.status.state, opening_state(engine), "{events:#?}");
+    assert_eq!(first.history.len(), 1, "{first:#?}");
+    // The progress notes (stored on the embedded engine, live-only on
+    // Temporal) come in order.
+    let progress: Vec<String> = events
+        .iter()
+        .filter(|event| delta_text(event).is_none())
+        .filter_map(|event| match event {
+            StreamResponse::StatusUpdate(update) if update.status.state == TaskState::Working => {
+                update.status.message.as_ref().map(message_text)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.len(), 10, "{progress:?}");
+    assert_eq!(progress[0], "Working: 0.1 of 1 seconds");
+    let Some(StreamResponse::StatusUpdate(last)) = events.last() else {
+        panic!("ends with a status update: {events:#?}");
+    };
+    // The reply streamed as it was written, and the parked status holds it
+    // whole.
+    let final_text = last
+        .status
+        .message
+        .as_ref()
+        .map(message_text)
+        .unwrap_or_default();
+    assert!(
+        final_text.starts_with("Worked for 1 seconds."),
+        "{final_text}"
+    );
+    assert_eq!(deltas(&events), final_text);
+    assert_eq!(last.status.state, TaskState::InputRequired);
+    assert_eq!(last.metadata["sub_state"], "awaiting-next-message");
+
+    // A follow-up's stream opens on the task as its turn starts.
+    let stream = service
+        .send_streaming_message(&who("alice"), say(Some(&first.id), "work for 1 seconds"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    assert!(
+        matches!(&events[0], StreamResponse::Task(task) if task.status.state == TaskState::Working),
+        "{events:#?}"
+    );
+    assert!(
+        matches!(events.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::InputRequired),
+        "{events:#?}"
+    );
+}
+
+async fn a_streamed_follow_up_ends_parked_awaiting_the_next_message(engine: Engine) {
+    let service = engine.serve().await;
+    let first = start(&service, "alice", "hello").await;
+    let streamed = service
+        .send_streaming_message(&who("alice"), say(Some(&first.id), "second"))
+        .await
+        .expect("accepted");
+    let events = collect(streamed).await;
+    // However fast the turn, the stream ends with it: its last update, or
+    // the task it already left parked.
+    let (state, sub_state) = match events.last() {
+        Some(StreamResponse::StatusUpdate(last)) => {
+            (last.status.state, last.metadata["sub_state"].clone())
+        }
+        Some(StreamResponse::Task(task)) => (task.status.state, task.metadata["sub_state"].clone()),
+        other => panic!("the stream ends with the turn: {other:#?}"),
+    };
+    assert_eq!(state, TaskState::InputRequired, "{events:#?}");
+    assert_eq!(sub_state, "awaiting-next-message");
+    let task = get(&service, "alice", &first.id).await.expect("visible");
+    assert_eq!(task.history.len(), 4, "{task:#?}");
+}
+
+async fn a_watcher_subscribes(engine: Engine) {
+    let service = engine.serve().await;
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let mut events = subscribe(&service, "bob", &task.id)
+        .await
+        .expect("a watcher subscribes");
+    assert!(matches!(events.next().await, Some(StreamResponse::Task(_))));
+}
+
+async fn every_subscriber_sees_the_same_events_until_the_next_turn_ends(engine: Engine) {
+    let service = engine.serve().await;
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let first = subscribe(&service, "alice", &task.id)
+        .await
+        .expect("subscribed");
+    let second = subscribe(&service, "bob", &task.id)
+        .await
+        .expect("subscribed");
+    send(&service, "alice", say(Some(&task.id), "work for 1 seconds"))
+        .await
+        .expect("sent");
+    let (first, second) = (collect(first).await, collect(second).await);
+    assert_eq!(stored(&first), stored(&second));
+    let first = stored(&first);
+    assert!(
+        matches!(&first[0], StreamResponse::Task(t) if t.status.state == TaskState::InputRequired)
+    );
+    assert!(
+        matches!(&first[1], StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Working)
+    );
+    assert!(
+        matches!(first.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::InputRequired)
+    );
+    assert_eq!(
+        first.len(),
+        1 + 1 + 10 + 1,
+        "task, working, progress, parked: {first:#?}"
+    );
+}
+
+async fn return_immediately_answers_while_the_turn_runs(engine: Engine) {
+    let service = engine.serve().await;
+    let task = start(&service, "alice", "hi").await;
+    let started = Instant::now();
+    let working = send(
+        &service,
+        "alice",
+        immediately(say(Some(&task.id), "work for 3 seconds")),
+    )
+    .await
+    .expect("accepted");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "answered before the turn ended: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(working.status.state, TaskState::Working, "{working:#?}");
+    assert_eq!(
+        working.history.last().map(message_text).as_deref(),
+        Some("work for 3 seconds")
+    );
+    let parked = poll_for(&service, &task.id, |t| {
+        t.status.state == TaskState::InputRequired && t.history.len() == 4
+    })
+    .await;
+    assert!(
+        status_text(&parked).starts_with("Worked for 3 seconds."),
+        "{parked:#?}"
+    );
+
+    // A new task too.
+    let fresh = send(
+        &service,
+        "alice",
+        immediately(say(None, "work for 3 seconds")),
+    )
+    .await
+    .expect("accepted");
+    assert_eq!(fresh.status.state, TaskState::Working, "{fresh:#?}");
+    poll_for(&service, &fresh.id, |t| {
+        t.status.state == TaskState::InputRequired
+    })
+    .await;
+}
+
+async fn a_stream_of_a_refused_message_is_the_refusal(engine: Engine) {
+    let service = engine.serve().await;
+    let task = start(&service, "alice", "hi").await;
+    send(&service, "alice", grant(&task.id, "bob", "watcher"))
+        .await
+        .expect("granted");
+    let before = get(&service, "alice", &task.id).await.expect("visible");
+    let refused = service
+        .send_streaming_message(&who("bob"), say(Some(&task.id), "let me in"))
+        .await;
+    assert!(
+        is_role_refused(refused.map(|_| "a stream")),
+        "a watcher's message is refused before any event"
+    );
+    let after = get(&service, "alice", &task.id).await.expect("visible");
+    assert_eq!(after, before);
+}
+
+/// A message that starts a one-shot task (`lifecycle: task`).
+fn one_shot(text: &str) -> SendMessageRequest {
+    let mut message = user_message(None, vec![Part::text(text)]);
+    message
+        .metadata
+        .insert(super::super::LIFECYCLE_KEY.into(), json!("task"));
+    request(message)
+}
+
+/// How a new task's stream opens: the embedded engine shows it as
+/// submitted (its WORKING update follows); on Temporal the store holds it
+/// once its workflow accepted it, working.
+fn opening_state(engine: Engine) -> TaskState {
+    match engine {
+        Engine::Embedded => TaskState::Submitted,
+        #[cfg(feature = "temporal")]
+        Engine::Temporal => TaskState::Working,
+    }
+}
+
+async fn a_streamed_one_shot_task_opens_as_soon_as_the_turn_shows_progress(engine: Engine) {
+    let service = engine.serve().await;
+    let mut stream = service
+        .send_streaming_message(&who("alice"), one_shot("work for 2 seconds"))
+        .await
+        .expect("accepted");
+    let Some(StreamResponse::Task(opened)) = within(5, stream.next()).await else {
+        panic!("the Task first");
+    };
+    assert_eq!(opened.status.state, opening_state(engine));
+    // Released by the first progress note (0.1 s in), not the answer (2 s).
+    let task = get(&service, "alice", &opened.id).await.expect("visible");
+    assert_eq!(task.status.state, TaskState::Working, "{task:#?}");
+    let rest = collect(stream).await;
+    assert!(
+        matches!(rest.last(), Some(StreamResponse::StatusUpdate(update))
+            if update.status.state == TaskState::Completed),
+        "{rest:#?}"
+    );
+}
+
+async fn a_streamed_one_shot_task_answers_with_the_message_alone(engine: Engine) {
+    // The model's answer asks for a message-only reply.
+    let hooks = native_hook(
+        HookPoint::new(Operation::LlmInvoked, Phase::In),
+        100,
+        |context| {
+            let mut next = context.clone();
+            next["response"] = json!({
+                "text": "just this", "stop": "end_turn", "disposition": "message"
+            });
+            Decision::Replace(next)
+        },
+    );
+    let service = engine.serve_with(hooks).await;
+    let stream = service
+        .send_streaming_message(&who("alice"), one_shot("hello"))
+        .await
+        .expect("accepted");
+    let events = collect(stream).await;
+    let [StreamResponse::Message(message)] = events.as_slice() else {
+        panic!("the Message and nothing else: {events:#?}");
+    };
+    assert_eq!(message.role, MessageRole::Agent);
+    assert_eq!(message_text(message), "just this");
+    let id = message.task_id.as_deref().expect("the task it came from");
+    let task = get(&service, "alice", id).await.expect("visible");
+    assert_eq!(task.status.state, TaskState::Completed, "{task:#?}");
 }

@@ -89,12 +89,7 @@ async fn two_servers_serve_one_conversation_alternately() {
     }
     for server in [&first, &second] {
         let read = get(server, "alice", &task.id).await.expect("visible");
-        let said: Vec<_> = read
-            .history
-            .iter()
-            .step_by(2)
-            .map(message_text)
-            .collect();
+        let said: Vec<_> = read.history.iter().step_by(2).map(message_text).collect();
         assert_eq!(said, ["one", "two", "three", "four"]);
         assert_eq!(read.history.len(), 8);
     }
