@@ -183,3 +183,61 @@ async fn a_message_resent_after_continue_as_new_is_not_applied_again() {
         next.history.iter().map(|m| m.message_id.as_str()).collect();
     assert_eq!(ids.len(), next.history.len(), "every message id is new");
 }
+
+/// The guard against the SDK's known problem: a cancellation returned
+/// while Update handlers are still in flight fails the workflow task. The
+/// workflow drains them first, so the turn's sender and the sender waiting
+/// behind it are both answered, and the task ends `CANCELED` at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_with_an_update_in_flight_answers_it_and_ends_the_task() {
+    let on = on_temporal().await;
+    let service = &on.service;
+    let task = start(service, "alice", "hi").await;
+    let in_flight = |text: &str| {
+        let (service, request) = (service.clone(), say(Some(&task.id), text));
+        tokio::spawn(async move { send(&service, "alice", request).await })
+    };
+    let running = in_flight("work for 30 seconds");
+    poll_for(service, &task.id, |t| t.status.state == TaskState::Working).await;
+    let before = on.engine.describe_run(&task.id).await.expect("described");
+    // The next message's Update is accepted (its validator passed: the
+    // acceptance is in the history) and its handler waits for the turn.
+    let waiting = in_flight("next");
+    within(20, async {
+        loop {
+            let run = on.engine.describe_run(&task.id).await.expect("described");
+            if run.history_length > before.history_length {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
+    let started = Instant::now();
+    let canceled = within(20, cancel(service, "alice", &task.id))
+        .await
+        .expect("canceled");
+    assert_eq!(canceled.status.state, TaskState::Canceled, "{canceled:#?}");
+    // Both senders hear back: neither Update is left hanging.
+    let _ = within(10, running)
+        .await
+        .expect("the turn's sender answered");
+    let _ = within(10, waiting)
+        .await
+        .expect("the waiting sender answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "no workflow task timed out on the way: {:?}",
+        started.elapsed()
+    );
+    let stored = get(service, "alice", &task.id).await.expect("visible");
+    assert_eq!(stored.status.state, TaskState::Canceled);
+    let texts: Vec<String> = stored.history.iter().map(message_text).collect();
+    assert!(
+        !texts
+            .iter()
+            .any(|text| text == "next" || text.starts_with("Worked")),
+        "neither the cut turn's output nor the waiting message landed: {texts:?}"
+    );
+}
