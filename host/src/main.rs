@@ -88,6 +88,10 @@ struct TemporalArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 2_000,
           value_parser = clap::value_parser!(u32).range(100..))]
     continue_after_events: u32,
+    /// How long a stopping worker lets its running turns go on before it cuts
+    /// them (each model turn then runs again on another worker).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    shutdown_grace_secs: u64,
 }
 
 #[derive(Args)]
@@ -435,6 +439,7 @@ fn on_temporal(
         namespace: args.namespace,
         task_queue: args.task_queue,
         continue_after_events: args.continue_after_events,
+        shutdown_grace: std::time::Duration::from_secs(args.shutdown_grace_secs),
         ..TemporalOptions::new(address)
     };
     let engine = tokio

@@ -799,7 +799,7 @@ impl TaskService {
         };
         #[cfg(feature = "temporal")]
         if let Some(temporal) = self.temporal() {
-            return temporal.start(self, record, created_by, submission).await;
+            return temporal.start(record, created_by, submission).await;
         }
         actor::spawn(
             &self.inner.directory,
@@ -848,7 +848,7 @@ impl TaskService {
     async fn submit(&self, task_id: &str, submission: Submission) -> Result<Admitted, A2aError> {
         #[cfg(feature = "temporal")]
         if let Some(temporal) = self.temporal() {
-            return temporal.submit(self, task_id, submission).await;
+            return temporal.submit(task_id, submission).await;
         }
         self.ask(task_id, |reply| Command::Submit { submission, reply })
             .await

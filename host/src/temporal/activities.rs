@@ -116,7 +116,7 @@ impl TaskActivities {
         let turn = ModelTurn::prepare(&self.env, &record, request.view, request.turn_message);
         let live = LiveTurn::new(Arc::clone(&self.side_channel), record);
         let job = Job::spawn(move |link| turn.run(link));
-        Ok(drain(&ctx, job, Some(&live)).await)
+        drain(&ctx, job, Some(&live)).await
     }
 
     /// A command body; the workflow never retries it.
@@ -129,7 +129,7 @@ impl TaskActivities {
         let registry = self.env.registries.current();
         let CommandTurn { text, sender, view } = request;
         let job = Job::spawn(move |_| turn::command_turn(registry, text, sender, view));
-        Ok(drain(&ctx, job, None).await)
+        drain(&ctx, job, None).await
     }
 
     /// The `task.complete` decision.
@@ -151,7 +151,7 @@ impl TaskActivities {
                 ..TurnOutput::untraced(TurnEnd::Completion(verdict))
             }
         });
-        Ok(drain(&ctx, job, None).await)
+        drain(&ctx, job, None).await
     }
 }
 
@@ -173,9 +173,15 @@ async fn already_stored(store: &dyn TaskStore, task_id: String, last: Option<u64
 pub(super) const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 
 /// Run a turn to its end, keeping what it journals, heartbeating and
-/// telling `live` what it says meanwhile; a turn the workflow cut (its
-/// activity cancelled) is stopped.
-async fn drain(ctx: &ActivityContext, mut job: Job, live: Option<&LiveTurn>) -> TurnResult {
+/// telling `live` what it says meanwhile. A turn whose activity is
+/// cancelled is stopped and fails the activity: the workflow cut it (and
+/// no longer listens), or the worker is stopping, and then the cluster
+/// retries it on another worker as its retry policy allows.
+async fn drain(
+    ctx: &ActivityContext,
+    mut job: Job,
+    live: Option<&LiveTurn>,
+) -> Result<TurnResult, ActivityError> {
     let mut records = Vec::new();
     let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
@@ -186,7 +192,9 @@ async fn drain(ctx: &ActivityContext, mut job: Job, live: Option<&LiveTurn>) -> 
                 let _ = ctx.record_heartbeat(()).await;
                 continue;
             }
-            () = ctx.cancelled() => return TurnResult::failed("the turn was cut"),
+            () = ctx.cancelled() => {
+                return Err(anyhow::anyhow!("the turn was cut on this worker").into());
+            }
         };
         match step {
             Some(Step::Record(record, committed)) => {
@@ -207,8 +215,8 @@ async fn drain(ctx: &ActivityContext, mut job: Job, live: Option<&LiveTurn>) -> 
                 let refusal = "sub-tasks are not delegated on the Temporal engine yet";
                 let _ = answer.send(Err(refusal.to_owned()));
             }
-            Some(Step::Done(output)) => return TurnResult { output, records },
-            None => return TurnResult::failed("the turn stopped unexpectedly"),
+            Some(Step::Done(output)) => return Ok(TurnResult { output, records }),
+            None => return Ok(TurnResult::failed("the turn stopped unexpectedly")),
         }
     }
 }

@@ -38,6 +38,10 @@ pub struct TemporalOptions {
     /// processes projected; this process's own worker wakes its streams at
     /// once.
     pub poll_store_every: std::time::Duration,
+    /// How long a stopping worker lets the turns it runs go on; then it
+    /// cuts them, and the cluster runs each model turn again on another
+    /// worker (a command body is not run again: its turn fails).
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl TemporalOptions {
@@ -49,6 +53,9 @@ impl TemporalOptions {
     /// A stream learns of another process's step within 50 ms, at one
     /// indexed read of the store each time.
     pub const DEFAULT_POLL_STORE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+    /// Most turns of an interactive agent end within this; a longer one is
+    /// cut and runs again elsewhere rather than holding the stop.
+    pub const DEFAULT_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
     /// The default namespace and queue on the cluster at `address`.
     pub fn new(address: impl Into<String>) -> Self {
@@ -58,6 +65,7 @@ impl TemporalOptions {
             task_queue: Self::DEFAULT_TASK_QUEUE.to_owned(),
             continue_after_events: Self::DEFAULT_CONTINUE_AFTER_EVENTS,
             poll_store_every: Self::DEFAULT_POLL_STORE_EVERY,
+            shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -234,8 +242,9 @@ impl TemporalEngine {
     }
 }
 
-/// A running worker; dropping it shuts the worker down (in-flight
-/// activities are cut, and the cluster gives them to another worker).
+/// A running worker; dropping it shuts the worker down: the turns it runs
+/// get [`TemporalOptions::shutdown_grace`] to end, then they are cut, and
+/// the cluster gives each model turn to another worker.
 pub(crate) struct WorkerThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -267,6 +276,7 @@ async fn run_worker(
             .register_workflow::<TaskWorkflow>()
             .map_err(|error| format!("the task workflow could not be registered: {error}"))?
             .register_activities(activities)
+            .graceful_shutdown_period(options.shutdown_grace)
             .build();
         Worker::new(&runtime, client, worker_options)
             .map_err(|error| format!("the Temporal worker could not start: {error}"))

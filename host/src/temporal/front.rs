@@ -22,7 +22,7 @@ use super::side_channel::{self, SideChannel};
 use super::workflow::{Answered, Envelope, TaskInput};
 use crate::a2a::error::A2aError;
 use crate::store::TaskStore;
-use crate::task::TaskService;
+use crate::task::access;
 use crate::task::env::{Env, TaskLimits};
 use crate::task::events::Sequenced;
 use crate::task::inbox::{Admitted, AnswerWatch, Answering, Rendered, Submission, TurnReply};
@@ -69,7 +69,6 @@ impl TemporalFront {
     /// Start `record`'s workflow with its first message.
     pub(crate) async fn start(
         &self,
-        service: &TaskService,
         record: TaskRecord,
         created_by: String,
         submission: Submission,
@@ -88,19 +87,17 @@ impl TemporalFront {
         };
         // A one-shot task may answer with a message alone.
         let one_shot = record.lifecycle == Lifecycle::Task;
-        self.deliver(service, &record.id, Some(input), submission, one_shot)
+        self.deliver(&record.id, Some(input), submission, one_shot)
             .await
     }
 
     /// A message to an existing task.
     pub(crate) async fn submit(
         &self,
-        service: &TaskService,
         task_id: &str,
         submission: Submission,
     ) -> Result<Admitted, A2aError> {
-        self.deliver(service, task_id, None, submission, false)
-            .await
+        self.deliver(task_id, None, submission, false).await
     }
 
     /// Cancel a task (the service checked the caller may) and wait until
@@ -131,7 +128,6 @@ impl TemporalFront {
     /// that streams).
     async fn deliver(
         &self,
-        service: &TaskService,
         task_id: &str,
         first: Option<TaskInput>,
         submission: Submission,
@@ -149,16 +145,16 @@ impl TemporalFront {
         let resent = first.is_none() && self.holds(task_id, &message_id).await?;
         if answering == Answering::AtTurnEnd || resent {
             let answered = self.engine.send(task_id, first, envelope).await?;
-            return finished(service, task_id, history_length, answered).await;
+            return finished(self.store.as_ref(), task_id, history_length, answered).await;
         }
         let engine = self.engine.clone();
         let id = task_id.to_owned();
         let mut update = tokio::spawn(async move { engine.send(&id, first, envelope).await });
         if let Some(answered) = self.accepted(task_id, &message_id, &mut update).await? {
             // The turn ended before the store was looked at again.
-            return finished(service, task_id, history_length, answered).await;
+            return finished(self.store.as_ref(), task_id, history_length, answered).await;
         }
-        let record = load(service, task_id, history_length).await?;
+        let record = load(self.store.as_ref(), task_id, history_length).await?;
         let turn_over = record.state().ends_turn();
         let events = (answering == Answering::Streamed && !turn_over)
             .then(|| self.follow(task_id, record.seq));
@@ -166,7 +162,12 @@ impl TemporalFront {
             task: rendered(&record, history_length),
             seq: record.seq,
             events,
-            done: answer_when_done(service.clone(), task_id.to_owned(), history_length, update),
+            done: answer_when_done(
+                Arc::clone(&self.store),
+                task_id.to_owned(),
+                history_length,
+                update,
+            ),
             finished: turn_over,
             answer_watch: (one_shot && answering == Answering::Streamed)
                 .then(AnswerWatch::at_turn_end),
@@ -211,12 +212,12 @@ impl TemporalFront {
 
 /// The answer of a turn that ended.
 async fn finished(
-    service: &TaskService,
+    store: &dyn TaskStore,
     task_id: &str,
     history_length: Option<i32>,
     answered: Answered,
 ) -> Result<Admitted, A2aError> {
-    let record = load(service, task_id, history_length).await?;
+    let record = load(store, task_id, history_length).await?;
     let (ended, done) = oneshot::channel();
     let _ = ended.send(Ok(reply(answered, &record, history_length)));
     Ok(Admitted {
@@ -231,7 +232,7 @@ async fn finished(
 
 /// The turn's answer once the Update that carries it ends.
 fn answer_when_done(
-    service: TaskService,
+    store: Arc<dyn TaskStore>,
     task_id: String,
     history_length: Option<i32>,
     update: JoinHandle<Result<Answered, A2aError>>,
@@ -240,7 +241,7 @@ fn answer_when_done(
     tokio::spawn(async move {
         let answer = async {
             let answered = joined(update.await)?;
-            let record = load(&service, &task_id, history_length).await?;
+            let record = load(store.as_ref(), &task_id, history_length).await?;
             Ok(reply(answered, &record, history_length))
         };
         let _ = ended.send(answer.await);
@@ -248,13 +249,20 @@ fn answer_when_done(
     done
 }
 
+/// Task `task_id` as the store holds it, with the history its sender
+/// asked for.
 async fn load(
-    service: &TaskService,
+    store: &dyn TaskStore,
     task_id: &str,
     history_length: Option<i32>,
 ) -> Result<TaskRecord, A2aError> {
     let wanted = history_length.map(|n| usize::try_from(n).unwrap_or(0));
-    service.load(task_id, wanted).await
+    let stored = store
+        .load(task_id.to_owned(), wanted)
+        .await
+        .map_err(A2aError::from)?
+        .ok_or_else(|| access::not_found(task_id))?;
+    TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
 }
 
 /// What the sender of a message whose turn ended gets.
