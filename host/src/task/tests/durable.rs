@@ -230,49 +230,6 @@ async fn no_actors_within(service: &TaskService, limit: Duration, why: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_turn_cut_by_a_restart_is_retried_once() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-    let before = durable_service(Arc::clone(&store), Duration::from_secs(60));
-    let task = start(&before, "alice", "hi").await;
-    let mut events = before
-        .send_streaming_message(&who("alice"), say(Some(&task.id), "work for 2 seconds"))
-        .await
-        .expect("streams");
-    // The turn is under way: the Task, then progress.
-    within(5, events.next()).await.expect("the task");
-    within(5, events.next()).await.expect("progress");
-    drop(events);
-    drop(before);
-
-    let after = durable_service(Arc::clone(&store), Duration::from_secs(60));
-    // Still working in the store: nothing answered the turn.
-    let stored = get(&after, "alice", &task.id).await.expect("task");
-    assert_eq!(stored.status.state, TaskState::Working);
-    assert_eq!(after.recover().await.expect("recovers"), 1);
-    let done = wait_for(&after, &task.id, |t| {
-        t.status.state == TaskState::InputRequired
-    })
-    .await;
-    assert!(
-        status_text(&done).starts_with("Worked for 2 seconds"),
-        "{done:#?}"
-    );
-    // The message once, one reply.
-    assert_eq!(
-        done.history.iter().map(|m| m.role).collect::<Vec<_>>(),
-        [MessageRole::User, MessageRole::Agent].repeat(2)
-    );
-    let log = store.log(task.id.clone()).await.expect("log");
-    let attempts: Vec<&str> = log
-        .iter()
-        .filter(|entry| entry.kind == "turn_started")
-        .map(|entry| entry.document.as_str())
-        .collect();
-    assert_eq!(attempts.len(), 3, "{attempts:?}");
-    assert!(attempts[2].contains("\"attempt\":2"), "{attempts:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_cut_twice_and_a_command_cut_once_are_not_run_again() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let record = conversation();

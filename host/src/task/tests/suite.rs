@@ -5,6 +5,9 @@
 
 use std::ops::Deref;
 
+use crate::store::{MemoryStore, TaskStore};
+use crate::task::Durability;
+
 use super::*;
 
 /// The engine a suite test runs on.
@@ -17,7 +20,10 @@ pub(super) enum Engine {
 
 /// A service on one engine, and what that engine needs kept alive.
 pub(super) enum Served {
-    Embedded(TaskService),
+    Embedded {
+        service: TaskService,
+        store: Arc<dyn TaskStore>,
+    },
     #[cfg(feature = "temporal")]
     Temporal(Box<super::temporal::OnTemporal>),
 }
@@ -28,14 +34,108 @@ impl Engine {
         self.serve_with(CommandRegistry::builder()).await
     }
 
+    /// A service whose stop cuts the turns it runs at once (on Temporal,
+    /// its worker's shutdown grace is zero).
+    async fn serve_cutting_turns_at_stop(self) -> Served {
+        match self {
+            Engine::Embedded => self.serve().await,
+            #[cfg(feature = "temporal")]
+            Engine::Temporal => Served::Temporal(Box::new(
+                super::temporal::on_temporal_with(CommandRegistry::builder(), |options| {
+                    options.shutdown_grace = Duration::ZERO;
+                })
+                .await,
+            )),
+        }
+    }
+
     /// A service on the built-in plugin plus whatever `builder` holds.
     async fn serve_with(self, builder: RegistryBuilder) -> Served {
         match self {
-            Engine::Embedded => Served::Embedded(service_with(builder)),
+            Engine::Embedded => {
+                let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+                let service = embedded_on(builder, Arc::clone(&store));
+                Served::Embedded { service, store }
+            }
             #[cfg(feature = "temporal")]
             Engine::Temporal => Served::Temporal(Box::new(
                 super::temporal::on_temporal_with(builder, |_| {}).await,
             )),
+        }
+    }
+}
+
+/// An embedded service on `store`, the built-in plugin plus `builder`.
+fn embedded_on(builder: RegistryBuilder, store: Arc<dyn TaskStore>) -> TaskService {
+    let loaded = PluginLoader::new(runtime()).load(None, builder);
+    assert!(!loaded.report.has_problems(), "{}", loaded.report);
+    TaskService::with_durability(
+        settings(),
+        Registries::new(loaded.registry),
+        offline_models(&settings()),
+        Durability {
+            store,
+            ..Durability::in_memory()
+        },
+    )
+}
+
+impl Served {
+    /// What a restart leaves: the service (and its worker) stopped, a new
+    /// one on the same tasks, recovered. The new one has the built-in
+    /// plugin only.
+    async fn restart(&mut self) {
+        match self {
+            Served::Embedded { service, store } => {
+                *service = embedded_on(CommandRegistry::builder(), Arc::clone(store));
+            }
+            #[cfg(feature = "temporal")]
+            Served::Temporal(temporal) => temporal.restart(),
+        }
+        self.recover().await.expect("recovers");
+    }
+}
+
+impl Served {
+    /// Check that task `task_id`'s turn, cut by a restart, runs again: its
+    /// second attempt is in the log, or on Temporal running on the new
+    /// worker.
+    async fn the_turn_runs_again(&self, task_id: &str) {
+        match self {
+            Served::Embedded { store, .. } => {
+                poll_for(self, task_id, |t| {
+                    t.status.state == TaskState::InputRequired
+                })
+                .await;
+                let log = store.log(task_id.to_owned()).await.expect("the log");
+                let attempts: Vec<&str> = log
+                    .iter()
+                    .filter(|entry| entry.kind == "turn_started")
+                    .map(|entry| entry.document.as_str())
+                    .collect();
+                assert_eq!(attempts.len(), 3, "{attempts:?}");
+                assert!(attempts[2].contains("\"attempt\":2"), "{attempts:?}");
+            }
+            #[cfg(feature = "temporal")]
+            Served::Temporal(temporal) => {
+                within(20, async {
+                    loop {
+                        let run = temporal
+                            .engine
+                            .describe_run(task_id)
+                            .await
+                            .expect("described");
+                        let again = run.running.iter().any(|activity| {
+                            activity.kind.ends_with("model_turn") && activity.attempt >= 2
+                        });
+                        if again {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                })
+                .await;
+            }
         }
     }
 }
@@ -45,7 +145,7 @@ impl Deref for Served {
 
     fn deref(&self) -> &TaskService {
         match self {
-            Served::Embedded(service) => service,
+            Served::Embedded { service, .. } => service,
             #[cfg(feature = "temporal")]
             Served::Temporal(temporal) => &temporal.service,
         }
@@ -112,6 +212,8 @@ on_both_engines!(
     a_stream_of_a_refused_message_is_the_refusal,
     a_streamed_one_shot_task_answers_with_the_message_alone,
     a_streamed_one_shot_task_opens_as_soon_as_the_turn_shows_progress,
+    a_resend_during_its_turn_waits_for_that_turn,
+    a_model_turn_cut_by_a_restart_runs_again_and_answers_once,
 );
 
 // --- Conversations ---------------------------------------------------------------------------
@@ -819,4 +921,51 @@ async fn a_streamed_one_shot_task_answers_with_the_message_alone(engine: Engine)
     let id = message.task_id.as_deref().expect("the task it came from");
     let task = get(&service, "alice", id).await.expect("visible");
     assert_eq!(task.status.state, TaskState::Completed, "{task:#?}");
+}
+
+// --- Durability ------------------------------------------------------------------------------
+
+async fn a_resend_during_its_turn_waits_for_that_turn(engine: Engine) {
+    let service = engine.serve().await;
+    let task = start(&service, "alice", "hi").await;
+    let work = say(Some(&task.id), "work for 1 seconds");
+    let accepted = send(&service, "alice", immediately(work.clone()))
+        .await
+        .expect("accepted");
+    assert_eq!(accepted.status.state, TaskState::Working);
+    let answered = within(10, send(&service, "alice", work))
+        .await
+        .expect("answered");
+    assert_parked(&answered, "awaiting-next-message");
+    assert!(status_text(&answered).starts_with("Worked for 1 seconds"));
+    assert_eq!(answered.history.len(), 4);
+}
+
+async fn a_model_turn_cut_by_a_restart_runs_again_and_answers_once(engine: Engine) {
+    let mut service = engine.serve_cutting_turns_at_stop().await;
+    let task = start(&service, "alice", "hi").await;
+    let accepted = send(
+        &service,
+        "alice",
+        immediately(say(Some(&task.id), "work for 2 seconds")),
+    )
+    .await
+    .expect("accepted");
+    assert_eq!(accepted.status.state, TaskState::Working);
+    service.restart().await;
+    service.the_turn_runs_again(&task.id).await;
+    let done = poll_for(&service, &task.id, |t| {
+        t.status.state == TaskState::InputRequired
+    })
+    .await;
+    assert!(
+        status_text(&done).starts_with("Worked for 2 seconds"),
+        "{done:#?}"
+    );
+    // The message once, one reply.
+    assert_eq!(
+        done.history.iter().map(|m| m.role).collect::<Vec<_>>(),
+        [MessageRole::User, MessageRole::Agent].repeat(2),
+        "{done:#?}"
+    );
 }

@@ -16,7 +16,28 @@ pub(super) struct OnTemporal {
     pub(super) service: TaskService,
     pub(super) engine: TemporalEngine,
     _server: DevServer,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl OnTemporal {
+    /// Stop this service and its worker (in-flight turns are cut), and
+    /// serve the same tasks from a new one with a new worker.
+    pub(super) fn restart(&mut self) {
+        let placeholder = TaskService::new(
+            settings(),
+            Registries::new(CommandRegistry::default()),
+            offline_models(&settings()),
+        );
+        drop(std::mem::replace(&mut self.service, placeholder));
+        let store = open_store(self.dir.path());
+        self.service = serve(CommandRegistry::builder(), store, &self.engine);
+    }
+}
+
+/// The store as the Temporal engine's processes open it: shared.
+fn open_store(dir: &std::path::Path) -> SqliteStore {
+    let options = SqliteOptions::new(Synchronous::Normal).shared();
+    SqliteStore::open_with_options(&dir.join("tasks.db"), options).expect("the store opens")
 }
 
 async fn on_temporal() -> OnTemporal {
@@ -32,14 +53,13 @@ pub(super) async fn on_temporal_with(
     let dir = tempfile::tempdir().expect("a scratch dir");
     let server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(configure).await.expect("connected");
-    let store = SqliteStore::open(&dir.path().join("tasks.db"), Synchronous::Normal)
-        .expect("the store opens");
+    let store = open_store(dir.path());
     let service = serve(builder, store, &engine);
     OnTemporal {
         service,
         engine,
         _server: server,
-        _dir: dir,
+        dir,
     }
 }
 
