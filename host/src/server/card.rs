@@ -63,6 +63,8 @@ pub(crate) struct CardContext<'a> {
     pub(crate) default_lifecycle: TaskLifecycle,
     /// The gRPC binding's `host:port`, when it is served.
     pub(crate) grpc: Option<String>,
+    /// Whether the task engine delivers push notifications.
+    pub(crate) push_notifications: bool,
 }
 
 /// `GET /.well-known/agent-card.json`.
@@ -73,6 +75,7 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         bearer: state.auth.requires_token(),
         registry: &registry,
         default_lifecycle: state.service.default_lifecycle(),
+        push_notifications: state.service.delivers_push(),
         grpc: state
             .grpc
             .map(|bound| grpc_address(bound, headers.get(HOST))),
@@ -175,7 +178,7 @@ pub(crate) fn build(context: &CardContext<'_>) -> AgentCard {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(true),
+            push_notifications: Some(context.push_notifications),
             extensions: vec![
                 status_extension(context.default_lifecycle),
                 commands_extension(context.registry),
@@ -407,10 +410,27 @@ mod tests {
             registry: &registry,
             default_lifecycle: TaskLifecycle::Conversation,
             grpc: Some("127.0.0.1:2".into()),
+            push_notifications: true,
         });
         let json = serde_json::to_value(&card).expect("json");
         assert_eq!(json["supportedInterfaces"][2]["url"], "127.0.0.1:2");
         assert_eq!(json["supportedInterfaces"][2]["protocolBinding"], "GRPC");
+    }
+
+    #[test]
+    fn push_notifications_are_advertised_only_where_delivered() {
+        let registry = CommandRegistry::default();
+        for delivered in [true, false] {
+            let card = build(&CardContext {
+                base_url: "http://127.0.0.1:1".into(),
+                bearer: false,
+                registry: &registry,
+                default_lifecycle: TaskLifecycle::Conversation,
+                grpc: None,
+                push_notifications: delivered,
+            });
+            assert_eq!(card.capabilities.push_notifications, Some(delivered));
+        }
     }
 
     #[test]
@@ -422,6 +442,7 @@ mod tests {
             registry: &registry,
             default_lifecycle: TaskLifecycle::Conversation,
             grpc: None,
+            push_notifications: true,
         });
         assert!(open.security_schemes.is_empty() && open.security_requirements.is_empty());
         let closed = build(&CardContext {
@@ -430,6 +451,7 @@ mod tests {
             registry: &registry,
             default_lifecycle: TaskLifecycle::Conversation,
             grpc: None,
+            push_notifications: true,
         });
         let json = serde_json::to_value(&closed).expect("json");
         assert_eq!(

@@ -536,7 +536,23 @@ impl TaskService {
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         config.validate()?;
         self.visible(caller, &config.task_id).await?;
+        self.refuse_push_unless_delivered()?;
         self.inner.env.push.create(&caller.id, config).await
+    }
+
+    /// Whether this service delivers push notifications: the embedded
+    /// engine does; the Temporal engine does not yet (its workers, in other
+    /// processes, would not know a configuration this server holds).
+    pub fn delivers_push(&self) -> bool {
+        self.temporal().is_none()
+    }
+
+    fn refuse_push_unless_delivered(&self) -> Result<(), A2aError> {
+        if self.delivers_push() {
+            Ok(())
+        } else {
+            Err(A2aError::PushNotificationNotSupported)
+        }
     }
 
     /// `GetTaskPushNotificationConfig`: one of the caller's configurations
@@ -819,6 +835,7 @@ impl TaskService {
         mut config: TaskPushNotificationConfig,
     ) -> Result<(), A2aError> {
         config.task_id = task_id.to_owned();
+        self.refuse_push_unless_delivered()?;
         self.inner.env.push.create(&caller.id, config).await?;
         Ok(())
     }

@@ -261,3 +261,42 @@ async fn cancel_with_an_update_in_flight_answers_it_and_ends_the_task() {
         "neither the cut turn's output nor the waiting message landed: {texts:?}"
     );
 }
+
+/// Push notifications are not delivered on this engine yet: a webhook is
+/// refused as unsupported, on its own or in a send (which then starts no
+/// task), rather than accepted and never called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_configurations_are_refused_as_unsupported() {
+    use crate::a2a::types::TaskPushNotificationConfig;
+    let on = on_temporal().await;
+    let service = &on.service;
+    assert!(!service.delivers_push());
+    let task = start(service, "alice", "hello").await;
+    let webhook = |task_id: &str| TaskPushNotificationConfig {
+        task_id: task_id.to_owned(),
+        url: "http://127.0.0.1:9/hook".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        service
+            .create_push_config(&who("alice"), webhook(&task.id))
+            .await,
+        Err(A2aError::PushNotificationNotSupported)
+    ));
+    let with_webhook = configured(
+        say(None, "hello"),
+        SendMessageConfiguration {
+            task_push_notification_config: Some(webhook("")),
+            ..Default::default()
+        },
+    );
+    assert!(matches!(
+        service.send_message(&who("alice"), with_webhook).await,
+        Err(A2aError::PushNotificationNotSupported)
+    ));
+    let listed = service
+        .list_tasks(&who("alice"), ListTasksRequest::default())
+        .await
+        .expect("listed");
+    assert_eq!(listed.tasks.len(), 1, "no task started: {listed:#?}");
+}
