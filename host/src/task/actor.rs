@@ -58,9 +58,7 @@ use super::subtasks::{self, Report};
 use super::transcript;
 use super::turn;
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{
-    Message, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
-};
+use crate::a2a::types::{Message, TaskState, Timestamp};
 use crate::domain::{
     Participant, RequestContext, Role, StateChangedContext, SubtaskSpawnedContext, SubtaskView,
     TaskCreatedContext, TaskRef, TaskView,
@@ -606,18 +604,8 @@ impl TaskActor {
         if self.events.receiver_count() == 0 {
             return;
         }
-        let mut message = self.record.agent_message(text, None);
-        message.metadata = transcript::stream_metadata(transcript::TEXT_DELTA);
-        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: self.record.id.clone(),
-            context_id: self.record.context_id.clone(),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: Some(message),
-                timestamp: Some(Timestamp::now()),
-            },
-            metadata: transcript::stream_metadata(transcript::TEXT_DELTA),
-        });
+        let metadata = transcript::stream_metadata(transcript::TEXT_DELTA);
+        let event = transcript::live_update(&self.record, text, metadata);
         self.events.send(Sequenced::live(self.record.seq, event));
     }
 

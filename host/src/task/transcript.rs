@@ -26,7 +26,11 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::a2a::types::{Message, Part, Role as MessageRole};
+use super::state::TaskRecord;
+use crate::a2a::types::{
+    Message, Part, Role as MessageRole, StreamResponse, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, Timestamp,
+};
 use crate::domain::{ChatMessage, ToolCall, ToolOutput};
 use crate::store::TaskStore;
 
@@ -358,6 +362,28 @@ fn text_of(message: &Message) -> String {
         }
     }
     pieces.join("\n")
+}
+
+/// A live-only `WORKING` update of `record` saying `text` (a text delta, or
+/// a progress note on the Temporal engine): never stored, the turn's final
+/// status holds what it said.
+pub(crate) fn live_update(
+    record: &TaskRecord,
+    text: String,
+    metadata: Map<String, Value>,
+) -> StreamResponse {
+    let mut message = record.agent_message(text, None);
+    message.metadata.clone_from(&metadata);
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: record.id.clone(),
+        context_id: record.context_id.clone(),
+        status: TaskStatus {
+            state: TaskState::Working,
+            message: Some(message),
+            timestamp: Some(Timestamp::now()),
+        },
+        metadata,
+    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 use tokio::time::MissedTickBehavior;
 
-use crate::a2a::types::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp};
+use crate::a2a::types::StreamResponse;
 use crate::store::TaskStore;
 use crate::task::events::{BUFFER, Sequenced, ends_turn};
 use crate::task::state::TaskRecord;
@@ -114,18 +114,7 @@ impl LiveTurn {
     }
 
     fn send(&self, text: String, metadata: Map<String, Value>) {
-        let mut message = self.record.agent_message(text, None);
-        message.metadata.clone_from(&metadata);
-        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: self.record.id.clone(),
-            context_id: self.record.context_id.clone(),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: Some(message),
-                timestamp: Some(Timestamp::now()),
-            },
-            metadata,
-        });
+        let event = transcript::live_update(&self.record, text, metadata);
         self.channel
             .publish(&self.record.id, Sequenced::live(self.record.seq, event));
     }

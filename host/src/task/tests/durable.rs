@@ -153,23 +153,6 @@ async fn a_resent_message_is_answered_and_never_applied_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resend_during_its_turn_waits_for_that_turn() {
-    let service = durable_service(Arc::new(MemoryStore::new()), Duration::from_secs(60));
-    let task = start(&service, "alice", "hi").await;
-    let work = say(Some(&task.id), "work for 1 seconds");
-    let accepted = send(&service, "alice", immediately(work.clone()))
-        .await
-        .expect("accepted");
-    assert_eq!(accepted.status.state, TaskState::Working);
-    let answered = within(10, send(&service, "alice", work))
-        .await
-        .expect("answered");
-    assert_parked(&answered, "awaiting-next-message");
-    assert!(status_text(&answered).starts_with("Worked for 1 seconds"));
-    assert_eq!(answered.history.len(), 4);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_actors_leave_memory_and_come_back_from_the_store() {
     let service = durable_service(Arc::new(MemoryStore::new()), Duration::from_millis(150));
     let task = start(&service, "alice", "hello").await;
