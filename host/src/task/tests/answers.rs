@@ -8,9 +8,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::a2a::types::PartContent;
-use crate::push::PushSettings;
 use crate::store::{MemoryStore, TaskStore};
-use crate::task::Durability;
 use crate::task::journal::replay;
 
 /// A service whose `llm.invoked.in` answers every request with `response`
@@ -45,20 +43,7 @@ fn answering_on(
     );
     let service = match store {
         None => service_with(hooks),
-        Some(store) => {
-            let loaded = PluginLoader::new(runtime()).load(None, hooks);
-            TaskService::with_durability(
-                settings(),
-                Registries::new(loaded.registry),
-                offline_models(&settings()),
-                Durability {
-                    store,
-                    idle_timeout: Duration::from_secs(60),
-                    retain_terminal: None,
-                    push: PushSettings::default(),
-                },
-            )
-        }
+        Some(store) => service_on(hooks, store),
     };
     (service, seen)
 }

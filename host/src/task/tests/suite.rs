@@ -6,7 +6,6 @@
 use std::ops::Deref;
 
 use crate::store::{MemoryStore, TaskStore};
-use crate::task::Durability;
 
 use super::*;
 
@@ -54,7 +53,7 @@ impl Engine {
         match self {
             Engine::Embedded => {
                 let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-                let service = embedded_on(builder, Arc::clone(&store));
+                let service = service_on(builder, Arc::clone(&store));
                 Served::Embedded { service, store }
             }
             #[cfg(feature = "temporal")]
@@ -65,21 +64,6 @@ impl Engine {
     }
 }
 
-/// An embedded service on `store`, the built-in plugin plus `builder`.
-fn embedded_on(builder: RegistryBuilder, store: Arc<dyn TaskStore>) -> TaskService {
-    let loaded = PluginLoader::new(runtime()).load(None, builder);
-    assert!(!loaded.report.has_problems(), "{}", loaded.report);
-    TaskService::with_durability(
-        settings(),
-        Registries::new(loaded.registry),
-        offline_models(&settings()),
-        Durability {
-            store,
-            ..Durability::in_memory()
-        },
-    )
-}
-
 impl Served {
     /// What a restart leaves: the service (and its worker) stopped, a new
     /// one on the same tasks, recovered. The new one has the built-in
@@ -87,7 +71,7 @@ impl Served {
     async fn restart(&mut self) {
         match self {
             Served::Embedded { service, store } => {
-                *service = embedded_on(CommandRegistry::builder(), Arc::clone(store));
+                *service = service_on(CommandRegistry::builder(), Arc::clone(store));
             }
             #[cfg(feature = "temporal")]
             Served::Temporal(temporal) => temporal.restart(),
