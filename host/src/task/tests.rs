@@ -76,12 +76,21 @@ fn service() -> TaskService {
 
 /// A service on the built-in plugin plus whatever `builder` holds.
 fn service_with(builder: RegistryBuilder) -> TaskService {
+    service_on(builder, Arc::new(crate::store::MemoryStore::new()))
+}
+
+/// [`service_with`], on `store`.
+fn service_on(builder: RegistryBuilder, store: Arc<dyn crate::store::TaskStore>) -> TaskService {
     let loaded = PluginLoader::new(runtime()).load(None, builder);
     assert!(!loaded.report.has_problems(), "{}", loaded.report);
-    TaskService::new(
+    TaskService::with_durability(
         settings(),
         Registries::new(loaded.registry),
         offline_models(&settings()),
+        super::Durability {
+            store,
+            ..super::Durability::in_memory()
+        },
     )
 }
 

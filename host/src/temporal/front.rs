@@ -141,9 +141,11 @@ impl TemporalFront {
             kind: submission.class.kind(),
             message: submission.message,
         };
-        // A resent message is answered as its turn left the task.
-        let resent = first.is_none() && self.holds(task_id, &message_id).await?;
-        if answering == Answering::AtTurnEnd || resent {
+        // A resent message is answered as its turn left the task (looked up
+        // only for a sender who would otherwise be answered earlier).
+        let at_turn_end = answering == Answering::AtTurnEnd
+            || (first.is_none() && self.holds(task_id, &message_id).await?);
+        if at_turn_end {
             let answered = self.engine.send(task_id, first, envelope).await?;
             return finished(self.store.as_ref(), task_id, history_length, answered).await;
         }
