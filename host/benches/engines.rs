@@ -43,7 +43,7 @@ fn main() -> anyhow::Result<()> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let server = DevServer::start(scratch.path())?;
+    let mut server = DevServer::start(scratch.path())?;
     let engine = tokio
         .block_on(server.connect(|_| {}))
         .map_err(anyhow::Error::msg)?;

@@ -116,7 +116,7 @@ async fn a_turn_whose_worker_is_killed_is_retried_on_another_worker_and_complete
     let dir = tempfile::tempdir().expect("a scratch dir");
     let config_path = dir.path().join("tiny-harness.toml");
     std::fs::write(&config_path, "[store]\npath = \"tasks.db\"\n").expect("written");
-    let server = DevServer::start(dir.path()).expect("the dev server starts");
+    let mut server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(|_| {}).await.expect("connected");
 
     // The front: this process, no worker of its own, the store shared.

@@ -51,7 +51,7 @@ pub(super) async fn on_temporal_with(
     configure: impl FnOnce(&mut TemporalOptions),
 ) -> OnTemporal {
     let dir = tempfile::tempdir().expect("a scratch dir");
-    let server = DevServer::start(dir.path()).expect("the dev server starts");
+    let mut server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(configure).await.expect("connected");
     let store = open_store(dir.path());
     let service = serve(builder, store, &engine);
@@ -88,7 +88,7 @@ fn serve(builder: RegistryBuilder, store: SqliteStore, engine: &TemporalEngine) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_serve_one_conversation_alternately() {
     let dir = tempfile::tempdir().expect("a scratch dir");
-    let server = DevServer::start(dir.path()).expect("the dev server starts");
+    let mut server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(|_| {}).await.expect("connected");
     let path = dir.path().join("tasks.db");
     let shared = || {
