@@ -53,7 +53,7 @@ use super::lifecycle::{self, Ending, Finished, Next};
 use super::notify::{Notification, Notifier};
 use super::participants;
 use super::recovery::{self, Resume};
-use super::state::{Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork};
+use super::state::{Change, Lifecycle, StatusChange, TaskRecord, Turn, TurnWork, new_id};
 use super::subtasks::{self, Report};
 use super::transcript;
 use super::turn;
@@ -561,7 +561,7 @@ impl TaskActor {
         let Lifecycle::Delegated { parent_id, goal } = &self.record.lifecycle else {
             return;
         };
-        let message = subtasks::goal_message(&self.record, parent_id, goal);
+        let message = subtasks::goal_message(&self.record, new_id(), parent_id, goal);
         lifecycle::start_goal(self, message);
         if self.settle().await.is_ok() {
             self.start_model_turn();
@@ -637,11 +637,10 @@ impl TaskActor {
     /// After a sub-task report: a concluding one-shot task waiting on its
     /// sub-tasks goes on once none is open.
     fn resume_conclusion(&mut self) {
-        if self.job.is_some() || self.record.open_subtasks().next().is_some() {
+        if self.job.is_some() {
             return;
         }
-        if let Some(requested_by) = self.record.concluding_for().cloned() {
-            let next = lifecycle::conclusion(self, requested_by);
+        if let Some(next) = lifecycle::resumed_conclusion(self) {
             self.proceed(next);
         }
     }
@@ -822,29 +821,15 @@ impl TaskActor {
     /// a catch-up after a restart), so an unchanged state and an existing
     /// result artifact are left alone.
     fn record_subtask(&mut self, subtask: SubtaskView, result: Option<String>) {
-        if !self.record.subtasks.contains(&subtask) {
-            self.apply(Change::Subtask(subtask.clone()));
+        if let Some(result) = &result
+            && let Some(waiter) = self.subtask_waiters.remove(&subtask.id)
+        {
+            let _ = waiter.send(SubtaskEnd {
+                state: subtask.state.clone(),
+                text: result.clone(),
+            });
         }
-        let artifact_id = format!("subtask-{}", subtask.id);
-        let recorded = self
-            .record
-            .artifacts
-            .iter()
-            .any(|artifact| artifact.artifact_id == artifact_id);
-        // A finished task takes no more artifacts; its list still shows how
-        // the sub-task ended.
-        if let Some(result) = result {
-            if let Some(waiter) = self.subtask_waiters.remove(&subtask.id) {
-                let _ = waiter.send(SubtaskEnd {
-                    state: subtask.state.clone(),
-                    text: result.clone(),
-                });
-            }
-            if !recorded && !self.record.is_terminal() {
-                let artifact = subtasks::result_artifact(&subtask, &result);
-                self.apply(Change::Artifact(artifact));
-            }
-        }
+        lifecycle::record_subtask(self, subtask, result.as_deref());
     }
 
     // --- State ---------------------------------------------------------------------------

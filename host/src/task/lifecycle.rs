@@ -30,7 +30,7 @@ use super::state::{
 };
 use super::tools::denied;
 use super::transcript::{self, HarnessMark};
-use super::{access, participants};
+use super::{access, participants, subtasks};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{Message, TaskState};
 use crate::commands::{CommandFailure, Effect, Outcome};
@@ -529,6 +529,41 @@ pub(crate) fn conclusion(task: &mut impl Task, requested_by: Participant) -> Nex
     let message = agent_message(task, waiting, None);
     task.apply(Change::Status(StatusChange::progress(message)));
     Next::Continue
+}
+
+/// After a sub-task's report, between turns: a concluding one-shot task
+/// whose last open sub-task has finished goes on with its conclusion.
+pub(crate) fn resumed_conclusion(task: &mut impl Task) -> Option<Next> {
+    let record = task.record();
+    if record.open_subtasks().next().is_some() {
+        return None;
+    }
+    let requested_by = record.concluding_for()?.clone();
+    Some(conclusion(task, requested_by))
+}
+
+/// Record how a sub-task stands, as its report says. Reports can arrive
+/// twice (a report and a catch-up after a restart), so an unchanged state
+/// and an existing result artifact are left alone.
+pub(crate) fn record_subtask(task: &mut impl Task, subtask: SubtaskView, result: Option<&str>) {
+    if !task.record().subtasks.contains(&subtask) {
+        task.apply(Change::Subtask(subtask.clone()));
+    }
+    let Some(result) = result else {
+        return;
+    };
+    let record = task.record();
+    let artifact_id = format!("subtask-{}", subtask.id);
+    let recorded = record
+        .artifacts
+        .iter()
+        .any(|artifact| artifact.artifact_id == artifact_id);
+    // A finished task takes no more artifacts; its list still shows how
+    // the sub-task ended.
+    if !recorded && !record.is_terminal() {
+        let artifact = subtasks::result_artifact(&subtask, result);
+        task.apply(Change::Artifact(artifact));
+    }
 }
 
 /// The participant a one-shot task completes on behalf of: its reporter (a

@@ -6,16 +6,23 @@
 //! its own. Each of its state changes updates the parent's list; when it
 //! finishes, the parent also gets an artifact `subtask-<id>` with its result.
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::state::{Lifecycle, PARENT_KEY, TaskRecord, new_id};
 use crate::a2a::types::{Artifact, Message, Metadata, Part, Role as MessageRole};
 use crate::domain::SubtaskView;
 
-/// A new sub-task of `parent` working on `goal`.
+/// A new sub-task of `parent` working on `goal`, with a new id.
 pub(crate) fn child_of(parent: &TaskRecord, goal: &str) -> TaskRecord {
+    child_with_id(parent, new_id(), goal)
+}
+
+/// A new sub-task `id` of `parent` working on `goal` (an engine that
+/// replays its decisions derives the id).
+pub(crate) fn child_with_id(parent: &TaskRecord, id: String, goal: &str) -> TaskRecord {
     TaskRecord::new(
-        new_id(),
+        id,
         parent.context_id.clone(),
         Lifecycle::Delegated {
             parent_id: parent.id.clone(),
@@ -27,20 +34,20 @@ pub(crate) fn child_of(parent: &TaskRecord, goal: &str) -> TaskRecord {
     )
 }
 
-/// The message a delegated task starts from: its goal.
-pub(crate) fn goal_message(child: &TaskRecord, parent_id: &str, goal: &str) -> Message {
+/// The message `id` a delegated task starts from: its goal.
+pub(crate) fn goal_message(child: &TaskRecord, id: String, parent_id: &str, goal: &str) -> Message {
     let mut metadata = Metadata::new();
     metadata.insert(PARENT_KEY.into(), json!(parent_id));
     Message {
         task_id: Some(child.id.clone()),
         context_id: Some(child.context_id.clone()),
         metadata,
-        ..Message::new(MessageRole::User, new_id(), vec![Part::text(goal)])
+        ..Message::new(MessageRole::User, id, vec![Part::text(goal)])
     }
 }
 
 /// What a delegated task tells its parent after a state change.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Report {
     pub(crate) parent_id: String,
     pub(crate) subtask: SubtaskView,

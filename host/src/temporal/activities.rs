@@ -79,19 +79,23 @@ impl TaskActivities {
 
 #[activities]
 impl TaskActivities {
-    /// Store a step the workflow decided. Retried until it lands, so a
-    /// write the store already holds (the first attempt committed, its
-    /// answer was lost) is success.
+    /// Store a step the workflow decided: the task's write, then the
+    /// creation of each sub-task it delegated, in one commit. Retried until
+    /// it lands, so a step the store already holds (the first attempt
+    /// committed, its answer was lost) is success.
     #[activity]
     pub async fn commit(
         self: Arc<Self>,
         _ctx: ActivityContext,
-        write: TaskWrite,
+        writes: Vec<TaskWrite>,
     ) -> Result<(), ActivityError> {
         let store = self.env.store.as_ref();
+        let Some(write) = writes.first() else {
+            return Ok(());
+        };
         let task_id = write.task_id.clone();
         let last = write.entries.last().map(|entry| entry.position);
-        let committed = store.commit(vec![write]).await;
+        let committed = store.commit(writes).await;
         if committed.is_ok() {
             self.side_channel.projected();
         }
@@ -212,7 +216,10 @@ async fn drain(
                 }
             }
             Some(Step::Spawn { answer, .. }) => {
-                let refusal = "sub-tasks are not delegated on the Temporal engine yet";
+                // The workflow delegates (a command's effect); a turn in
+                // an activity cannot start a workflow it would wait for.
+                let refusal = "the spawn_subtask tool is not available on the Temporal \
+                               engine yet; a command can delegate a sub-task";
                 let _ = answer.send(Err(refusal.to_owned()));
             }
             Some(Step::Done(output)) => return Ok(TurnResult { output, records }),

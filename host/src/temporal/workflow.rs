@@ -36,8 +36,9 @@ use sha2::{Digest, Sha256};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCancellationType, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
-    LocalActivityOptions, WaitConditionOptions, WorkflowCancellationToken, WorkflowContext,
+    ActivityCancellationType, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
+    ContinueAsNewOptions, LocalActivityOptions, ParentClosePolicy, SignalWorkflowOptions,
+    TimerOptions, WaitConditionOptions, WorkflowCancellationToken, WorkflowContext,
     WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
@@ -54,7 +55,9 @@ use crate::task::env::TaskLimits;
 use crate::task::journal::Journal;
 use crate::task::lifecycle::{self, Ending, Next};
 use crate::task::participants;
-use crate::task::state::{Change, TaskRecord, TurnWork};
+use crate::task::recovery::{self, Resume};
+use crate::task::state::{Change, Lifecycle, TaskRecord, TurnWork};
+use crate::task::subtasks::{self, Report};
 
 /// A refusal or failure an Update answers with.
 pub type UpdateError = Box<dyn Error + Send + Sync>;
@@ -99,6 +102,11 @@ pub struct Envelope {
     pub kind: Kind,
 }
 
+/// What a sub-task's workflow signals its parent's: its report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Reported(Report);
+
 /// How the workflow answered a message.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Answered {
@@ -129,9 +137,22 @@ pub struct TaskWorkflow {
     completing: u32,
     /// The workflow's clock when the current decision started.
     now: Timestamp,
-    /// Agent messages written so far (their ids derive from it).
+    /// Ids derived so far: the agent's messages and sub-tasks (their ids
+    /// derive from it).
     written: u64,
+    /// Sub-tasks delegated in this step: stored with its write, then
+    /// started as child workflows.
+    children: Vec<TaskRecord>,
+    /// A delegated task: the state it last reported to its parent.
+    reported: Option<String>,
 }
+
+/// A sub-task is told so when its parent is canceled, and says so.
+const CANCELED_WITH_PARENT: &str = "Task canceled with its parent task.";
+
+/// How long a canceled task waits for its canceled sub-tasks to say they
+/// ended; one whose workers are gone is then listed as canceled anyway.
+const SUBTASKS_END_WITHIN: Duration = Duration::from_secs(30);
 
 #[workflow_methods]
 impl TaskWorkflow {
@@ -148,10 +169,16 @@ impl TaskWorkflow {
             }
             None => {
                 let record = readable(&input.head);
-                let journal = Journal::new_task(&record, Some(input.created_by))
-                    // Only a record that cannot be serialized fails here, and
-                    // it was just parsed from JSON.
-                    .unwrap_or_else(|_| Journal::stored(&record));
+                let journal = match record.lifecycle {
+                    // Its parent stored it, in the step that delegated it.
+                    Lifecycle::Delegated { .. } => Journal::stored(&record),
+                    Lifecycle::Conversation | Lifecycle::Task => {
+                        Journal::new_task(&record, Some(input.created_by))
+                            // Only a record that cannot be serialized fails
+                            // here, and it was just parsed from JSON.
+                            .unwrap_or_else(|_| Journal::stored(&record))
+                    }
+                };
                 (record, journal, BTreeSet::new(), 0)
             }
         };
@@ -172,6 +199,8 @@ impl TaskWorkflow {
             completing: 0,
             now: Timestamp::from_unix_millis(0),
             written,
+            children: Vec::new(),
+            reported: None,
         }
     }
 
@@ -180,6 +209,9 @@ impl TaskWorkflow {
     /// as new with the task as it is.
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<String> {
+        if ctx.state(|task| recovery::plan(&task.record) == Resume::StartGoal) {
+            start_goal(ctx).await;
+        }
         loop {
             let view = ctx.clone();
             let due = move |task: &TaskWorkflow| task.record.is_terminal() || task.long(&view);
@@ -250,7 +282,7 @@ impl TaskWorkflow {
             }
             Err(cancelled) => Err(cancelled.into()),
         };
-        let (write, mut work) = match accepted {
+        let (write, work) = match accepted {
             Ok(accepted) => accepted,
             Err(refusal) => {
                 // Not applied: a resend must be looked at afresh.
@@ -265,40 +297,116 @@ impl TaskWorkflow {
             task.busy = true;
             task.cut = false;
         });
-        let mut direct_reply = None;
-        let mut outcome = project(ctx, write).await;
-        while outcome.is_ok()
-            && let Some(turn) = work.take()
-        {
-            let result = run_turn(ctx, turn).await;
-            // Cut by a completion, or by the task's cancellation (which
-            // then records how the task ended).
-            if ctx.state(|task| task.cut) || ctx.cancellation_token().is_cancelled() {
-                return Ok(cut(ctx, completes).await);
-            }
-            let now = clock(ctx);
-            let step = ctx.state_mut(|task| {
-                task.now = now;
-                task.conclude_turn(result)
-            });
-            let (write, next, reply) = match step {
-                Ok(step) => step,
-                Err(error) => {
-                    outcome = Err(error);
-                    break;
-                }
-            };
-            direct_reply = direct_reply.or(reply);
-            work = next;
-            outcome = project(ctx, write).await;
-        }
+        let outcome = match run_steps(ctx, write, work).await {
+            Ok(Ran::Cut) => return Ok(cut(ctx, completes).await),
+            Ok(Ran::Done { direct_reply }) => Ok(Answered::TurnEnded { direct_reply }),
+            Err(error) => Err(error),
+        };
         ctx.state_mut(|task| {
-            task.busy = false;
             task.completing -= u32::from(completes);
-            task.record.forget_history();
+            task.idle();
         });
-        outcome.map(|()| Answered::TurnEnded { direct_reply })
+        // A one-shot task that replied waits for its open sub-tasks, then
+        // decides its completion; its sender hears once that is in.
+        let _ = ctx
+            .wait_condition(|task| !task.record.is_concluding())
+            .await;
+        outcome
     }
+
+    /// A sub-task's report of a state change. It is recorded between turns
+    /// (after any completion waiting), and a concluding one-shot task whose
+    /// last open sub-task finished goes on to its completion decision.
+    #[signal]
+    pub async fn report(ctx: &mut WorkflowContext<Self>, Reported(report): Reported) {
+        // A canceled task still hears how its sub-tasks ended.
+        let options = WaitConditionOptions::builder()
+            .cancellation_token(WorkflowCancellationToken::new())
+            .build();
+        let free = |task: &TaskWorkflow| !task.busy && task.completing == 0;
+        let _ = ctx.wait_condition_with_options(free, options).await;
+        let now = clock(ctx);
+        let step = ctx.state_mut(|task| {
+            task.busy = true;
+            task.cut = false;
+            task.now = now;
+            task.record_report(report)
+        });
+        match step {
+            Ok((write, work)) => {
+                if let Err(error) = run_steps(ctx, write, work).await {
+                    tracing::error!(%error, "a sub-task's report could not be stored");
+                }
+            }
+            Err(error) => tracing::error!(%error, "a sub-task's report could not be recorded"),
+        }
+        ctx.state_mut(TaskWorkflow::idle);
+    }
+}
+
+/// How a handler's steps ended.
+enum Ran {
+    /// Every step is stored; the reply a blocking sender gets instead of
+    /// the task, if the answer asked for one.
+    Done { direct_reply: Option<Message> },
+    /// A completion or the task's cancellation cut the running turn.
+    Cut,
+}
+
+/// Store `write`, then run `work` and whatever each turn leads to, storing
+/// each step. The caller holds the task (`busy`).
+async fn run_steps(
+    ctx: &WorkflowContext<TaskWorkflow>,
+    write: Projection,
+    mut work: Option<Work>,
+) -> Result<Ran, UpdateError> {
+    let mut direct_reply = None;
+    project(ctx, write).await?;
+    while let Some(turn) = work.take() {
+        let result = run_turn(ctx, turn).await;
+        // Cut by a completion, or by the task's cancellation (which then
+        // records how the task ended).
+        if ctx.state(|task| task.cut) || ctx.cancellation_token().is_cancelled() {
+            return Ok(Ran::Cut);
+        }
+        let now = clock(ctx);
+        let (write, next, reply) = ctx.state_mut(|task| {
+            task.now = now;
+            task.conclude_turn(result)
+        })?;
+        direct_reply = direct_reply.or(reply);
+        work = next;
+        project(ctx, write).await?;
+    }
+    Ok(Ran::Done { direct_reply })
+}
+
+/// A delegated task works on its goal as soon as it exists.
+async fn start_goal(ctx: &WorkflowContext<TaskWorkflow>) {
+    let now = clock(ctx);
+    let step = ctx.state_mut(|task| {
+        task.busy = true;
+        task.now = now;
+        task.goal()
+    });
+    match step {
+        Ok((write, work)) => {
+            if let Err(error) = run_steps(ctx, write, Some(work)).await {
+                tracing::error!(%error, "a sub-task's goal could not be stored");
+            }
+        }
+        Err(error) => tracing::error!(%error, "a sub-task's goal could not be started"),
+    }
+    ctx.state_mut(TaskWorkflow::idle);
+}
+
+/// What one step stores, and the sub-tasks it delegated, started once it
+/// is stored.
+struct Projection {
+    /// The task's own write first, then each new sub-task's creation: one
+    /// atomic commit, as the embedded engine's.
+    writes: Vec<TaskWrite>,
+    children: Vec<TaskRecord>,
 }
 
 /// The running turn was cut by a completion: its output is dropped, the
@@ -323,6 +431,15 @@ enum Work {
 }
 
 impl TaskWorkflow {
+    /// No step runs now. Between turns the workflow keeps only counts of
+    /// the history (a concluding one-shot task still needs its reply).
+    fn idle(&mut self) {
+        self.busy = false;
+        if !self.record.is_concluding() {
+            self.record.forget_history();
+        }
+    }
+
     /// A completion arrived: cut the running turn, if any.
     fn cut_turn(&mut self) {
         self.completing += 1;
@@ -379,7 +496,7 @@ impl TaskWorkflow {
 
     /// Accept a message, checked again against the task as its turn finds
     /// it: what to store, and the turn it starts.
-    fn accept(&mut self, envelope: Envelope) -> Result<(TaskWrite, Option<Work>), UpdateError> {
+    fn accept(&mut self, envelope: Envelope) -> Result<(Projection, Option<Work>), UpdateError> {
         let role = self.admit(&envelope)?;
         let Envelope {
             sender,
@@ -418,26 +535,76 @@ impl TaskWorkflow {
         Ok((self.take_write()?, work))
     }
 
+    /// A delegated task's start: its goal, as its first message, and the
+    /// model turn on it.
+    fn goal(&mut self) -> Result<(Projection, Work), UpdateError> {
+        let Lifecycle::Delegated { parent_id, goal } = self.record.lifecycle.clone() else {
+            return Err("only a delegated task starts from a goal".into());
+        };
+        let id = self.derived_id();
+        let message = subtasks::goal_message(&self.record, id, &parent_id, &goal);
+        lifecycle::start_goal(self, message);
+        Ok((self.take_write()?, self.model_turn()))
+    }
+
+    /// Record a sub-task's report: what to store, and the completion
+    /// decision it lets a concluding one-shot task go on to.
+    fn record_report(&mut self, report: Report) -> Result<(Projection, Option<Work>), UpdateError> {
+        lifecycle::record_subtask(self, report.subtask, report.result.as_deref());
+        let work = lifecycle::resumed_conclusion(self).and_then(|next| self.work_after(next));
+        Ok((self.take_write()?, work))
+    }
+
+    /// The report this delegated task owes its parent, if its state changed
+    /// since the last one.
+    fn report_due(&mut self) -> Option<Report> {
+        let report = Report::of(&self.record)?;
+        if self.reported.as_ref() == Some(&report.subtask.state) {
+            return None;
+        }
+        self.reported = Some(report.subtask.state.clone());
+        Some(report)
+    }
+
+    /// The workflow input of sub-task `child`: this task's settings.
+    fn child_input(&self, child: &TaskRecord) -> Result<TaskInput, serde_json::Error> {
+        Ok(TaskInput {
+            head: serde_json::to_string(child)?,
+            created_by: String::new(),
+            admins: self.settings.admins.clone(),
+            limits: self.settings.limits,
+            selectable_models: self.settings.selectable_models.clone(),
+            continue_after_events: self.continue_after_events,
+            carried: None,
+        })
+    }
+
     /// End a turn with its activity's result: what to store, what runs
     /// next (a one-shot task's completion decision), and the reply a
     /// blocking sender gets instead of the task, if the answer asked for one.
     fn conclude_turn(
         &mut self,
         result: TurnResult,
-    ) -> Result<(TaskWrite, Option<Work>, Option<Message>), UpdateError> {
+    ) -> Result<(Projection, Option<Work>, Option<Message>), UpdateError> {
         for record in result.records {
             lifecycle::record(self, record);
         }
         let settings = self.settings.clone();
         let finished = lifecycle::finish(self, result.output, &settings);
-        let work = match finished.next {
+        let work = self.work_after(finished.next);
+        Ok((self.take_write()?, work, finished.direct_reply))
+    }
+
+    /// The turn a lifecycle decision runs next, if any (a one-shot task's
+    /// completion decision).
+    fn work_after(&self, next: Next) -> Option<Work> {
+        match next {
             Next::Completion(requested_by) => Some(Work::Completion(CompletionTurn {
                 requested_by,
                 view: self.view(),
             })),
             Next::Continue | Next::TurnEnded => None,
-        };
-        Ok((self.take_write()?, work, finished.direct_reply))
+        }
     }
 
     /// The model turn the record is running.
@@ -459,11 +626,18 @@ impl TaskWorkflow {
         self.record.view(&self.settings.selectable_models)
     }
 
-    /// The store write for the changes since the last one.
-    fn take_write(&mut self) -> Result<TaskWrite, UpdateError> {
-        let write = self.journal.write(&self.record)?;
+    /// What to store of the changes since the last step: this task's, and
+    /// the sub-tasks it delegated meanwhile.
+    fn take_write(&mut self) -> Result<Projection, UpdateError> {
+        let mut writes = vec![self.journal.write(&self.record)?];
+        for child in &self.children {
+            writes.push(Journal::new_task(child, None)?.write(child)?);
+        }
         let _published = self.journal.committed(&self.record);
-        Ok(write)
+        Ok(Projection {
+            writes,
+            children: std::mem::take(&mut self.children),
+        })
     }
 
     fn apply_change(&mut self, change: Change) {
@@ -482,12 +656,28 @@ impl lifecycle::Task for TaskWorkflow {
         self.apply_change(change);
     }
 
-    fn spawn_subtask(&mut self, _goal: &str) -> Result<SubtaskView, String> {
-        Err("sub-tasks are not delegated on the Temporal engine yet".to_owned())
+    /// A child workflow, stored with this step's write and started once
+    /// it is stored; its id is derived, so a replay starts the same one.
+    fn spawn_subtask(&mut self, goal: &str) -> Result<SubtaskView, String> {
+        let id = self.derived_id();
+        let mut child = subtasks::child_with_id(&self.record, id, goal);
+        child.status.timestamp = Some(self.now);
+        let subtask = child
+            .as_subtask()
+            .ok_or("a sub-task must be a delegated task")?;
+        self.apply_change(Change::Subtask(subtask.clone()));
+        self.children.push(child);
+        Ok(subtask)
     }
 
-    /// Derived from the task id and a counter, so a replay writes the same.
     fn message_id(&mut self) -> String {
+        self.derived_id()
+    }
+}
+
+impl TaskWorkflow {
+    /// Derived from the task id and a counter, so a replay writes the same.
+    fn derived_id(&mut self) -> String {
         self.written += 1;
         let digest = Sha256::digest(format!("{}/{}", self.record.id, self.written));
         let mut bytes = [0; 16];
@@ -568,7 +758,11 @@ async fn run_turn(ctx: &WorkflowContext<TaskWorkflow>, work: Work) -> TurnResult
 /// trip through the cluster's queue, and its write stays out of the
 /// history (a worker lost before the marker is recorded runs it again,
 /// which the write's idempotence makes harmless).
-async fn project(ctx: &WorkflowContext<TaskWorkflow>, write: TaskWrite) -> Result<(), UpdateError> {
+async fn project(
+    ctx: &WorkflowContext<TaskWorkflow>,
+    projection: Projection,
+) -> Result<(), UpdateError> {
+    let Projection { writes, children } = projection;
     let retry = RetryPolicy::builder()
         .initial_interval(Duration::from_millis(200))
         .backoff_coefficient(2.0)
@@ -581,15 +775,68 @@ async fn project(ctx: &WorkflowContext<TaskWorkflow>, write: TaskWrite) -> Resul
         // projection has a token of its own.
         .cancellation_token(WorkflowCancellationToken::new())
         .build();
-    ctx.execute_local_activity(TaskActivities::commit, write, options)
+    ctx.execute_local_activity(TaskActivities::commit, writes, options)
         .await
-        .map_err(|error| format!("the task could not be stored: {error}").into())
+        .map_err(|error| format!("the task could not be stored: {error}"))?;
+    start_children(ctx, children).await;
+    report_to_parent(ctx).await;
+    Ok(())
+}
+
+/// Start each stored sub-task as a child workflow. It lives on when this
+/// task ends (a completion may leave it open); a cancellation of this task
+/// cancels it explicitly (`cancel_subtasks`), so its end is recorded here.
+async fn start_children(ctx: &WorkflowContext<TaskWorkflow>, children: Vec<TaskRecord>) {
+    for child in children {
+        let input = match ctx.state(|task| task.child_input(&child)) {
+            Ok(input) => input,
+            Err(error) => {
+                tracing::error!(subtask = %child.id, %error, "cannot start a sub-task");
+                continue;
+            }
+        };
+        let options = ChildWorkflowOptions::builder()
+            .workflow_id(child.id.clone())
+            .parent_close_policy(ParentClosePolicy::Abandon)
+            .cancellation_token(WorkflowCancellationToken::new())
+            .build();
+        if let Err(error) = ctx
+            .start_child_workflow(TaskWorkflow::run, input, options)
+            .await
+        {
+            tracing::error!(subtask = %child.id, ?error, "cannot start a sub-task");
+        }
+    }
+}
+
+/// A delegated task tells its parent of a new state, once it is stored.
+/// A parent that has finished hears nothing more (its list keeps the
+/// state it last heard); the sub-task's own record says how it ended.
+async fn report_to_parent(ctx: &WorkflowContext<TaskWorkflow>) {
+    let Some(report) = ctx.state_mut(TaskWorkflow::report_due) else {
+        return;
+    };
+    let parent = ctx.external_workflow(report.parent_id.clone(), None);
+    // Sent even while this task is being canceled: that is news too.
+    let options = SignalWorkflowOptions::builder()
+        .cancellation_token(WorkflowCancellationToken::new())
+        .build();
+    let signal = parent.signal(TaskWorkflow::report, Reported(report), options);
+    if let Err(error) = signal.await {
+        tracing::debug!(?error, "a sub-task's report did not reach its parent");
+    }
 }
 
 /// Cancelled: cut the running turn, let every handler finish (with a token
 /// of its own: the workflow's is cancelled), then end the task `CANCELED`.
 async fn cancel(ctx: &mut WorkflowContext<TaskWorkflow>) -> WorkflowResult<String> {
     drain(ctx).await;
+    cancel_subtasks(ctx).await;
+    // The cluster quotes a workflow's reason inside its own words.
+    let by_parent = ctx
+        .cancellation_token()
+        .reason()
+        .is_some_and(|reason| reason.ends_with(CANCELED_WITH_PARENT));
     let now = clock(ctx);
     let write = ctx.state_mut(|task| {
         task.now = now;
@@ -597,7 +844,12 @@ async fn cancel(ctx: &mut WorkflowContext<TaskWorkflow>) -> WorkflowResult<Strin
             return None;
         }
         let ending = Ending::notice(Ending::default());
-        let text = "Task canceled.".to_owned();
+        let text = if by_parent {
+            CANCELED_WITH_PARENT
+        } else {
+            "Task canceled."
+        }
+        .to_owned();
         let _ended = lifecycle::conclude(task, TaskState::Canceled, text, ending);
         task.take_write().ok()
     });
@@ -607,6 +859,55 @@ async fn cancel(ctx: &mut WorkflowContext<TaskWorkflow>) -> WorkflowResult<Strin
         })?;
     }
     Err(WorkflowTermination::cancelled())
+}
+
+/// Cancel every open sub-task (and, through them, theirs) and record how
+/// each ended, as its report says, before this task's own state changes.
+async fn cancel_subtasks(ctx: &WorkflowContext<TaskWorkflow>) {
+    let open: Vec<SubtaskView> = ctx.state(|task| task.record.open_subtasks().cloned().collect());
+    if open.is_empty() {
+        return;
+    }
+    let mut canceled = Vec::new();
+    for subtask in open {
+        let child = ctx.external_workflow(subtask.id.clone(), None);
+        let request = child.cancel(Some(CANCELED_WITH_PARENT.to_owned()));
+        // One that finished meanwhile is not cancelable; its report says
+        // how it ended.
+        if request.await.is_ok() {
+            canceled.push(subtask);
+        }
+    }
+    // This task's token is cancelled: the wait has tokens of its own.
+    let own = WorkflowCancellationToken::new();
+    let options = WaitConditionOptions::builder()
+        .cancellation_token(own.clone())
+        .build();
+    let all_ended =
+        |task: &TaskWorkflow| !task.busy && task.record.open_subtasks().next().is_none();
+    let reported = ctx.wait_condition_with_options(all_ended, options);
+    let timer = ctx.timer(
+        TimerOptions::builder(SUBTASKS_END_WITHIN)
+            .cancellation_token(own)
+            .build(),
+    );
+    let _ = select(pin!(reported), pin!(timer)).await;
+    drain(ctx).await;
+    // Canceled, but silent (its workers gone): listed as canceled, as it
+    // will be once a worker runs it.
+    ctx.state_mut(|task| {
+        for subtask in canceled {
+            let open = task
+                .record
+                .subtasks
+                .iter()
+                .any(|s| s.id == subtask.id && s.is_open());
+            if open {
+                let state = TaskState::Canceled.as_str().to_owned();
+                task.apply_change(Change::Subtask(SubtaskView { state, ..subtask }));
+            }
+        }
+    });
 }
 
 /// Wait until no Update handler runs.

@@ -198,6 +198,11 @@ on_both_engines!(
     a_streamed_one_shot_task_opens_as_soon_as_the_turn_shows_progress,
     a_resend_during_its_turn_waits_for_that_turn,
     a_model_turn_cut_by_a_restart_runs_again_and_answers_once,
+    a_sub_task_runs_on_its_own_and_reports_to_its_parent,
+    completion_is_refused_while_a_sub_task_is_open,
+    a_task_complete_hook_can_allow_completion_over_open_sub_tasks,
+    cancel_task_cancels_open_sub_tasks,
+    a_one_shot_task_waits_for_its_sub_tasks_then_completes,
 );
 
 // --- Conversations ---------------------------------------------------------------------------
@@ -639,6 +644,179 @@ async fn cancel_cuts_the_running_turn_and_ends_the_task(engine: Engine) {
             ..
         })
     ));
+}
+
+// --- Sub-tasks -----------------------------------------------------------------------------
+
+async fn a_sub_task_runs_on_its_own_and_reports_to_its_parent(engine: Engine) {
+    let service = engine.serve().await;
+    let parent = start(&service, "alice", "/sub-task summarize the notes").await;
+    assert_parked(&parent, "awaiting-next-message");
+    assert_eq!(
+        status_text(&parent),
+        "Starting a sub-task: summarize the notes"
+    );
+    let listed = subtasks(&parent);
+    assert_eq!(listed.len(), 1, "{parent:#?}");
+    assert_eq!(listed[0]["goal"], "summarize the notes");
+    let child_id = listed[0]["id"].as_str().expect("an id").to_owned();
+
+    let parent = poll_for(&service, &parent.id, |task| {
+        subtasks(task)[0]["state"] == "TASK_STATE_COMPLETED" && !task.artifacts.is_empty()
+    })
+    .await;
+    let artifact = &parent.artifacts[0];
+    assert_eq!(
+        artifact.name.as_deref(),
+        Some(format!("subtask-{child_id}").as_str())
+    );
+    let result = artifact.parts[0].as_text().expect("text");
+    assert!(
+        result.starts_with("You said: summarize the notes"),
+        "{result}"
+    );
+    assert_parked(&parent, "awaiting-next-message");
+
+    let child = get(&service, "alice", &child_id)
+        .await
+        .expect("participants are inherited");
+    assert_eq!(child.status.state, TaskState::Completed);
+    assert_eq!(child.context_id, parent.context_id);
+    assert_eq!(child.metadata["parent_task_id"], json!(parent.id));
+    assert_eq!(sub_state(&child), None);
+    assert!(matches!(
+        send(&service, "alice", say(Some(&child_id), "hi")).await,
+        Err(A2aError::UnsupportedOperation(_))
+    ));
+}
+
+async fn completion_is_refused_while_a_sub_task_is_open(engine: Engine) {
+    let service = engine.serve().await;
+    let parent = start(&service, "alice", "/sub-task work for 2 seconds").await;
+    let child_id = subtasks(&parent)[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let status = send(&service, "alice", say(Some(&parent.id), "/status"))
+        .await
+        .expect("sent");
+    assert!(status_text(&status).contains(&format!("- {child_id}: work for 2 seconds")));
+
+    let refused = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_parked(&refused, "awaiting-next-message");
+    let reason = status_text(&refused);
+    assert!(
+        reason.starts_with("The task was not completed: 1 sub-task is still open"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&child_id) && reason.contains("work for 2 seconds"),
+        "{reason}"
+    );
+
+    poll_for(&service, &parent.id, |t| {
+        subtasks(t)[0]["state"] == "TASK_STATE_COMPLETED"
+    })
+    .await;
+    let completed = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+    assert_eq!(sub_state(&completed), None);
+    assert_eq!(
+        status_text(&completed),
+        "Task completed at the request of alice (reporter)."
+    );
+}
+
+async fn a_task_complete_hook_can_allow_completion_over_open_sub_tasks(engine: Engine) {
+    let allow = native_hook(
+        HookPoint::new(Operation::TaskComplete, Phase::In),
+        500,
+        |context| {
+            let mut next = context.clone();
+            next["decision"] = json!({ "allow": true });
+            Decision::Replace(next)
+        },
+    );
+    let service = engine.serve_with(allow).await;
+    let parent = start(&service, "alice", "/sub-task work for 2 seconds").await;
+    let completed = send(&service, "alice", control(&parent.id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(
+        completed.status.state,
+        TaskState::Completed,
+        "{completed:#?}"
+    );
+    // The hook allowed completion over the sub-task, which stays open. On a
+    // loaded machine it may not have started yet, so "open" (not WORKING in
+    // particular) is what holds.
+    let state: TaskState = subtasks(&completed)[0]["state"]
+        .as_str()
+        .expect("a state name")
+        .parse()
+        .expect("a known state");
+    assert!(
+        !state.is_terminal(),
+        "the sub-task is still open: {state:?}"
+    );
+}
+
+async fn cancel_task_cancels_open_sub_tasks(engine: Engine) {
+    let service = engine.serve().await;
+    let parent = start(&service, "alice", "/sub-task work for 30 seconds").await;
+    let child_id = subtasks(&parent)[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let started = Instant::now();
+    let canceled = within(40, cancel(&service, "alice", &parent.id))
+        .await
+        .expect("canceled");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(subtasks(&canceled)[0]["state"], "TASK_STATE_CANCELED");
+    let child = get(&service, "alice", &child_id).await.expect("visible");
+    assert_eq!(child.status.state, TaskState::Canceled);
+    assert_eq!(status_text(&child), "Task canceled with its parent task.");
+
+    assert!(matches!(
+        cancel(&service, "alice", &parent.id).await,
+        Err(A2aError::TaskNotCancelable {
+            state: TaskState::Canceled,
+            ..
+        })
+    ));
+}
+
+async fn a_one_shot_task_waits_for_its_sub_tasks_then_completes(engine: Engine) {
+    let service = engine.serve().await;
+    let request = one_shot("/sub-task work for 1 seconds");
+    let task = within(30, send(&service, "alice", request))
+        .await
+        .expect("answered");
+    // Its sender hears once the task completed, after its sub-task.
+    assert_eq!(task.status.state, TaskState::Completed, "{task:#?}");
+    assert_eq!(subtasks(&task)[0]["state"], "TASK_STATE_COMPLETED");
+    let artifacts: Vec<&str> = task
+        .artifacts
+        .iter()
+        .map(|artifact| artifact.artifact_id.as_str())
+        .collect();
+    assert!(artifacts.contains(&"reply-1"), "{artifacts:?}");
+    assert!(
+        artifacts.iter().any(|id| id.starts_with("subtask-")),
+        "the sub-task's result: {artifacts:?}"
+    );
+    let stored = get(&service, "alice", &task.id).await.expect("visible");
+    assert_eq!(stored.status.state, TaskState::Completed);
 }
 
 // --- Streams ---------------------------------------------------------------------------------
