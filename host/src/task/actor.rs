@@ -801,16 +801,7 @@ impl TaskActor {
     /// A `spawn_subtask` tool call: the sub-task, if it may start, and how
     /// the call learns its end.
     fn spawn_for_tool(&mut self, goal: &str) -> Result<Spawned, String> {
-        if goal.trim().is_empty() {
-            return Err("spawn_subtask needs a goal".into());
-        }
-        let limit = self.env.settings.limits.max_open_subtasks;
-        if self.record.open_subtasks().count() >= limit {
-            return Err(format!(
-                "{limit} sub-tasks are open, the most a task may have at once (`[limits] \
-                 max_open_subtasks`); wait for one to finish"
-            ));
-        }
+        lifecycle::may_delegate(&self.record, &self.env.settings, goal)?;
         let subtask = self.spawn_subtask(goal)?;
         let (sender, ended) = oneshot::channel();
         self.subtask_waiters.insert(subtask.id.clone(), sender);

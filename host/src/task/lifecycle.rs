@@ -531,6 +531,25 @@ pub(crate) fn conclusion(task: &mut impl Task, requested_by: Participant) -> Nex
     Next::Continue
 }
 
+/// Whether a model turn's `spawn_subtask` call may delegate `goal` now.
+pub(crate) fn may_delegate(
+    record: &TaskRecord,
+    settings: &TaskSettings,
+    goal: &str,
+) -> Result<(), String> {
+    if goal.trim().is_empty() {
+        return Err("spawn_subtask needs a goal".into());
+    }
+    let limit = settings.limits.max_open_subtasks;
+    if record.open_subtasks().count() >= limit {
+        return Err(format!(
+            "{limit} sub-tasks are open, the most a task may have at once (`[limits] \
+             max_open_subtasks`); wait for one to finish"
+        ));
+    }
+    Ok(())
+}
+
 /// After a sub-task's report, between turns: a concluding one-shot task
 /// whose last open sub-task has finished goes on with its conclusion.
 pub(crate) fn resumed_conclusion(task: &mut impl Task) -> Option<Next> {

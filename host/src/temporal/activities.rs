@@ -5,23 +5,32 @@
 //! models and store. Its steps do not reach the workflow while it runs: the
 //! tool activity it journals comes back with its result and is recorded
 //! before the reply; its progress and streamed text go to the streams of
-//! the worker's own process (`side_channel`), never into the history.
+//! the worker's own process (`side_channel`), never into the history. The
+//! one exception is a `spawn_subtask` call: the turn asks its workflow to
+//! delegate (an Update, which stores and starts the sub-task), then waits
+//! for the sub-task's workflow to close and reads its end from the store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use temporalio_client::errors::WorkflowUpdateError;
+use temporalio_client::{Client, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
 
 use super::side_channel::{LiveTurn, SideChannel};
+use super::workflow::TaskWorkflow;
 use crate::domain::{Participant, TaskView};
 use crate::store::{StoreError, TaskStore, TaskWrite};
 use crate::task::agent::ModelTurn;
 use crate::task::completion;
 use crate::task::env::Env;
-use crate::task::job::{Job, Record, Step, TurnEnd, TurnOutput};
+use crate::task::job::{Job, Record, Spawned, Step, SubtaskEnd, TurnEnd, TurnOutput};
 use crate::task::state::TaskRecord;
+use crate::task::subtasks::Report;
 use crate::task::turn;
 
 /// The model turn a task is running.
@@ -69,11 +78,16 @@ impl TurnResult {
 pub struct TaskActivities {
     env: Arc<Env>,
     side_channel: Arc<SideChannel>,
+    client: Client,
 }
 
 impl TaskActivities {
-    pub(super) fn new(env: Arc<Env>, side_channel: Arc<SideChannel>) -> Self {
-        TaskActivities { env, side_channel }
+    pub(super) fn new(env: Arc<Env>, side_channel: Arc<SideChannel>, client: Client) -> Self {
+        TaskActivities {
+            env,
+            side_channel,
+            client,
+        }
     }
 }
 
@@ -118,9 +132,14 @@ impl TaskActivities {
     ) -> Result<TurnResult, ActivityError> {
         let record = TaskRecord::from_head(&request.head).map_err(anyhow::Error::msg)?;
         let turn = ModelTurn::prepare(&self.env, &record, request.view, request.turn_message);
+        let delegator = Arc::new(Delegator {
+            client: self.client.clone(),
+            store: Arc::clone(&self.env.store),
+            task_id: record.id.clone(),
+        });
         let live = LiveTurn::new(Arc::clone(&self.side_channel), record);
         let job = Job::spawn(move |link| turn.run(link));
-        drain(&ctx, job, Some(&live)).await
+        drain(&ctx, job, Some(&live), Some(delegator)).await
     }
 
     /// A command body; the workflow never retries it.
@@ -133,7 +152,7 @@ impl TaskActivities {
         let registry = self.env.registries.current();
         let CommandTurn { text, sender, view } = request;
         let job = Job::spawn(move |_| turn::command_turn(registry, text, sender, view));
-        drain(&ctx, job, None).await
+        drain(&ctx, job, None, None).await
     }
 
     /// The `task.complete` decision.
@@ -155,7 +174,80 @@ impl TaskActivities {
                 ..TurnOutput::untraced(TurnEnd::Completion(verdict))
             }
         });
-        drain(&ctx, job, None).await
+        drain(&ctx, job, None, None).await
+    }
+}
+
+/// How a model turn's `spawn_subtask` calls reach its task's workflow,
+/// which delegates (stores and starts the sub-task), and how the call
+/// learns the sub-task's end.
+struct Delegator {
+    client: Client,
+    store: Arc<dyn TaskStore>,
+    task_id: String,
+}
+
+impl Delegator {
+    /// Delegate `goal`; answer the call with the sub-task, then with its end.
+    async fn spawn(
+        self: Arc<Self>,
+        goal: String,
+        answer: oneshot::Sender<Result<Spawned, String>>,
+    ) {
+        let handle = self
+            .client
+            .get_workflow_handle::<TaskWorkflow>(&self.task_id);
+        let options = WorkflowExecuteUpdateOptions::builder()
+            .update_id(uuid::Uuid::new_v4().to_string())
+            .build();
+        let subtask = match handle
+            .execute_update(TaskWorkflow::delegate, goal, options)
+            .await
+        {
+            Ok(subtask) => subtask,
+            Err(error) => {
+                let _ = answer.send(Err(refusal(error)));
+                return;
+            }
+        };
+        let (ended, end) = oneshot::channel();
+        let id = subtask.id.clone();
+        if answer
+            .send(Ok(Spawned {
+                subtask,
+                ended: end,
+            }))
+            .is_err()
+        {
+            return;
+        }
+        // Dropped unsent if its end cannot be read: the call then says its
+        // result arrives as an artifact.
+        if let Some(end) = self.end_of(id).await {
+            let _ = ended.send(end);
+        }
+    }
+
+    /// Wait for sub-task `id`'s workflow to close, then read how it ended.
+    async fn end_of(&self, id: String) -> Option<SubtaskEnd> {
+        let child = self.client.get_workflow_handle::<TaskWorkflow>(&id);
+        // It closes CANCELED or FAILED as an error: either way it has ended.
+        let _closed = child.get_result(WorkflowGetResultOptions::default()).await;
+        let head = self.store.head(id.clone()).await.ok()??;
+        let record = TaskRecord::from_head(&head).ok()?;
+        let report = Report::of(&record)?;
+        Some(SubtaskEnd {
+            state: report.subtask.state,
+            text: report.result?,
+        })
+    }
+}
+
+/// The workflow's reason for not delegating, as the tool call reads it.
+fn refusal(error: WorkflowUpdateError) -> String {
+    match error {
+        WorkflowUpdateError::Failed(failure) => failure.message,
+        other => format!("the sub-task could not be delegated: {other}"),
     }
 }
 
@@ -185,8 +277,11 @@ async fn drain(
     ctx: &ActivityContext,
     mut job: Job,
     live: Option<&LiveTurn>,
+    delegator: Option<Arc<Delegator>>,
 ) -> Result<TurnResult, ActivityError> {
     let mut records = Vec::new();
+    // Calls waiting on their sub-tasks; dropped (stopped) with the turn.
+    let mut delegations = JoinSet::new();
     let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
         let step = tokio::select! {
@@ -215,13 +310,14 @@ async fn drain(
                     live.delta(text);
                 }
             }
-            Some(Step::Spawn { answer, .. }) => {
-                // The workflow delegates (a command's effect); a turn in
-                // an activity cannot start a workflow it would wait for.
-                let refusal = "the spawn_subtask tool is not available on the Temporal \
-                               engine yet; a command can delegate a sub-task";
-                let _ = answer.send(Err(refusal.to_owned()));
-            }
+            Some(Step::Spawn { goal, answer }) => match &delegator {
+                Some(delegator) => {
+                    delegations.spawn(Arc::clone(delegator).spawn(goal, answer));
+                }
+                None => {
+                    let _ = answer.send(Err("only a model turn delegates sub-tasks".to_owned()));
+                }
+            },
             Some(Step::Done(output)) => return Ok(TurnResult { output, records }),
             None => return Ok(TurnResult::failed("the turn stopped unexpectedly")),
         }

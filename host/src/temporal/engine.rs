@@ -154,6 +154,28 @@ impl TemporalEngine {
         }
     }
 
+    /// Ask task `task_id`'s workflow to delegate `goal`, as a running
+    /// model turn's `spawn_subtask` call does (only tests send it from
+    /// elsewhere).
+    #[cfg(test)]
+    pub(crate) async fn delegate(
+        &self,
+        task_id: &str,
+        goal: &str,
+    ) -> Result<crate::domain::SubtaskView, A2aError> {
+        let handle = self.client.get_workflow_handle::<TaskWorkflow>(task_id);
+        let options = WorkflowExecuteUpdateOptions::builder()
+            .update_id(uuid::Uuid::new_v4().to_string())
+            .build();
+        handle
+            .execute_update(TaskWorkflow::delegate, goal.to_owned(), options)
+            .await
+            .map_err(|error| match error {
+                WorkflowUpdateError::Failed(failure) => A2aError::Internal(failure.message),
+                other => unavailable(other),
+            })
+    }
+
     /// Cancel task `task_id`'s workflow and wait until it has ended.
     pub(crate) async fn cancel(&self, task_id: &str, reason: String) -> Result<(), A2aError> {
         let handle = self.client.get_workflow_handle::<TaskWorkflow>(task_id);
@@ -227,8 +249,7 @@ impl TemporalEngine {
                         return;
                     }
                 };
-                let activities = TaskActivities::new(env, side_channel);
-                runtime.block_on(run_worker(options, activities, started, stopped));
+                runtime.block_on(run_worker(options, env, side_channel, started, stopped));
             })
             .map_err(|error| format!("the Temporal worker's thread could not start: {error}"))?;
         match ready.recv() {
@@ -263,7 +284,8 @@ impl Drop for WorkerThread {
 
 async fn run_worker(
     options: TemporalOptions,
-    activities: TaskActivities,
+    env: Arc<Env>,
+    side_channel: Arc<SideChannel>,
     started: std::sync::mpsc::Sender<Result<(), String>>,
     stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
@@ -272,6 +294,9 @@ async fn run_worker(
             .map_err(|error| format!("the Temporal runtime could not start: {error}"))?;
         let identity = format!("tiny-harness-worker-{}", std::process::id());
         let client = connect(&options, &identity).await?;
+        // A model turn's `spawn_subtask` calls go to its workflow through
+        // this worker's own connection.
+        let activities = TaskActivities::new(env, side_channel, client.clone());
         let worker_options = WorkerOptions::new(options.task_queue.as_str())
             .register_workflow::<TaskWorkflow>()
             .map_err(|error| format!("the task workflow could not be registered: {error}"))?

@@ -131,6 +131,9 @@ pub struct TaskWorkflow {
     processed: BTreeSet<String>,
     /// A turn is running; the next message waits for its end.
     busy: bool,
+    /// Sub-tasks a running model turn is delegating (being stored); the
+    /// next step waits for them too, even if the turn was cut meanwhile.
+    delegating: u32,
     /// The running turn was cut: what it did is dropped.
     cut: bool,
     /// Completions received and not yet finished; they go first.
@@ -195,6 +198,7 @@ impl TaskWorkflow {
             stays: false,
             processed,
             busy: false,
+            delegating: 0,
             cut: false,
             completing: 0,
             now: Timestamp::from_unix_millis(0),
@@ -215,7 +219,7 @@ impl TaskWorkflow {
         loop {
             let view = ctx.clone();
             let due = move |task: &TaskWorkflow| task.record.is_terminal() || task.long(&view);
-            let ended = ctx.wait_condition(|task| !task.busy && due(task)).await;
+            let ended = ctx.wait_condition(|task| task.free() && due(task)).await;
             if ended.is_err() {
                 return cancel(ctx).await;
             }
@@ -271,7 +275,8 @@ impl TaskWorkflow {
         if completes {
             ctx.state_mut(TaskWorkflow::cut_turn);
         }
-        let its_turn = move |task: &TaskWorkflow| !task.busy && (completes || task.completing == 0);
+        let its_turn =
+            move |task: &TaskWorkflow| task.free() && (completes || task.completing == 0);
         let accepted = match ctx.wait_condition(its_turn).await {
             Ok(()) => {
                 let now = clock(ctx);
@@ -314,6 +319,40 @@ impl TaskWorkflow {
         outcome
     }
 
+    /// Checks a running model turn's `spawn_subtask` call (its activity
+    /// sends it) before anything is recorded.
+    #[update_validator(delegate)]
+    // The SDK hands a validator its Update's input by reference.
+    #[allow(clippy::ptr_arg)]
+    fn validate_delegate(
+        &self,
+        _ctx: &WorkflowContextView,
+        goal: &String,
+    ) -> Result<(), UpdateError> {
+        self.may_delegate(goal).map_err(UpdateError::from)
+    }
+
+    /// A running model turn's `spawn_subtask` call: the sub-task, stored
+    /// with this task's change and started, for the turn to wait on.
+    #[update]
+    pub async fn delegate(
+        ctx: &mut WorkflowContext<Self>,
+        goal: String,
+    ) -> Result<SubtaskView, UpdateError> {
+        let now = clock(ctx);
+        let step = ctx.state_mut(|task| {
+            task.now = now;
+            task.may_delegate(&goal)?;
+            let subtask = lifecycle::Task::spawn_subtask(task, &goal)?;
+            task.delegating += 1;
+            Ok::<_, UpdateError>((subtask, task.take_write()?))
+        });
+        let (subtask, write) = step?;
+        let stored = project(ctx, write).await;
+        ctx.state_mut(|task| task.delegating -= 1);
+        stored.map(|()| subtask)
+    }
+
     /// A sub-task's report of a state change. It is recorded between turns
     /// (after any completion waiting), and a concluding one-shot task whose
     /// last open sub-task finished goes on to its completion decision.
@@ -323,7 +362,7 @@ impl TaskWorkflow {
         let options = WaitConditionOptions::builder()
             .cancellation_token(WorkflowCancellationToken::new())
             .build();
-        let free = |task: &TaskWorkflow| !task.busy && task.completing == 0;
+        let free = |task: &TaskWorkflow| task.free() && task.completing == 0;
         let _ = ctx.wait_condition_with_options(free, options).await;
         let now = clock(ctx);
         let step = ctx.state_mut(|task| {
@@ -431,6 +470,23 @@ enum Work {
 }
 
 impl TaskWorkflow {
+    /// No step runs or is being stored: the next may start.
+    fn free(&self) -> bool {
+        !self.busy && self.delegating == 0
+    }
+
+    /// Whether a model turn runs now that may delegate `goal`.
+    fn may_delegate(&self, goal: &str) -> Result<(), String> {
+        let model_turn = matches!(
+            self.record.turn.as_ref().map(|turn| &turn.work),
+            Some(TurnWork::Model { .. })
+        );
+        if !self.busy || self.cut || !model_turn {
+            return Err("no model turn of this task is running".to_owned());
+        }
+        lifecycle::may_delegate(&self.record, &self.settings, goal)
+    }
+
     /// No step runs now. Between turns the workflow keeps only counts of
     /// the history (a concluding one-shot task still needs its reply).
     fn idle(&mut self) {
@@ -459,7 +515,7 @@ impl TaskWorkflow {
         &self,
         ctx: &WorkflowContext<TaskWorkflow>,
     ) -> Result<Option<TaskInput>, serde_json::Error> {
-        if self.busy || !ctx.all_handlers_finished() || !self.long(ctx) {
+        if !self.free() || !ctx.all_handlers_finished() || !self.long(ctx) {
             return Ok(None);
         }
         let record = serde_json::to_string(&self.record)?;

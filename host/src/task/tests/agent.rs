@@ -11,7 +11,7 @@ use crate::task::AgentSettings;
 use crate::tools::ToolDeclaration;
 
 /// The history's messages as `(role, stream kind or harness mark, text)`.
-fn shape(task: &Task) -> Vec<(String, String, String)> {
+pub(super) fn shape(task: &Task) -> Vec<(String, String, String)> {
     task.history
         .iter()
         .map(|message| {
@@ -28,50 +28,16 @@ fn shape(task: &Task) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn kinds(task: &Task) -> Vec<String> {
+pub(super) fn kinds(task: &Task) -> Vec<String> {
     shape(task).into_iter().map(|(_, kind, _)| kind).collect()
 }
 
-fn spawn_calls(goals: &[&str]) -> String {
+pub(super) fn spawn_calls(goals: &[&str]) -> String {
     goals
         .iter()
         .map(|goal| format!("use tool spawn_subtask with {}", json!({ "goal": goal })))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order() {
-    let service = service();
-    // The first call's sub-task works for a second, the second's answers at
-    // once: if they ran one after the other, the second could not finish
-    // first.
-    let text = spawn_calls(&["work for 1 seconds", "hello"]);
-    let task = within(30, start(&service, "alice", &text)).await;
-    assert_parked(&task, "awaiting-next-message");
-    let kinds = kinds(&task);
-    assert_eq!(
-        kinds,
-        ["", "tool-call", "tool-result", "tool-result", ""],
-        "{:#?}",
-        shape(&task)
-    );
-    // Journaled as they finished: the quick one first.
-    let results: Vec<&Message> = task.history[2..4].iter().collect();
-    let call_id = |message: &Message| {
-        message.parts[0].as_data().expect("data")["id"]
-            .as_str()
-            .expect("id")
-            .to_owned()
-    };
-    assert_eq!(call_id(results[0]), "offline-call-2");
-    assert_eq!(call_id(results[1]), "offline-call-1");
-    // Read back by the model in call order.
-    let reply = status_text(&task);
-    let first = reply.find("Worked for 1 seconds").expect("first result");
-    let second = reply.find("You said: hello").expect("second result");
-    assert!(first < second, "{reply}");
-    assert_eq!(subtasks(&task).len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,48 +56,6 @@ async fn a_question_is_a_tool_call_and_the_next_message_answers_it() {
         .expect("answered");
     assert_parked(&answered, "awaiting-next-message");
     assert!(status_text(&answered).starts_with("You asked: Is it late?\nMy answer: "));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spawned_subtask_holds_completion_until_it_finishes() {
-    let service = service();
-    // A sub-task that would work far longer than the test: it is open
-    // until the test ends it, whatever the machine's load.
-    let text = spawn_calls(&["work for 60 seconds"]);
-    let working = send(&service, "alice", immediately(say(None, &text)))
-        .await
-        .expect("accepted");
-    let task_id = working.id.clone();
-    // Wait until the sub-task exists (the call is journaled, then spawned).
-    // The parent's list of sub-tasks changes without a stream event.
-    let task = poll_for(&service, &task_id, |task| !subtasks(task).is_empty()).await;
-    assert_eq!(task.status.state, TaskState::Working);
-    // Complete cuts the turn; the open sub-task refuses the completion.
-    let refused = send(&service, "alice", control(&task_id, "complete"))
-        .await
-        .expect("answered");
-    assert_parked(&refused, "awaiting-next-message");
-    assert!(
-        status_text(&refused).contains("still open"),
-        "{}",
-        status_text(&refused)
-    );
-    // Once the sub-task has ended (here: canceled) and reported,
-    // completion goes through.
-    let subtask_id = subtasks(&task)[0]["id"].as_str().expect("an id").to_owned();
-    cancel(&service, "alice", &subtask_id)
-        .await
-        .expect("the sub-task is canceled");
-    wait_for(&service, &task_id, |task| {
-        task.artifacts
-            .iter()
-            .any(|a| a.artifact_id.starts_with("subtask-"))
-    })
-    .await;
-    let completed = send(&service, "alice", control(&task_id, "complete"))
-        .await
-        .expect("answered");
-    assert_eq!(completed.status.state, TaskState::Completed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ use std::ops::Deref;
 
 use crate::store::{MemoryStore, TaskStore};
 
+use super::agent::{kinds, shape, spawn_calls};
 use super::*;
 
 /// The engine a suite test runs on.
@@ -203,6 +204,9 @@ on_both_engines!(
     a_task_complete_hook_can_allow_completion_over_open_sub_tasks,
     cancel_task_cancels_open_sub_tasks,
     a_one_shot_task_waits_for_its_sub_tasks_then_completes,
+    parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order,
+    a_spawned_subtask_holds_completion_until_it_finishes,
+    a_spawn_subtask_call_without_a_goal_is_refused_and_delegates_nothing,
 );
 
 // --- Conversations ---------------------------------------------------------------------------
@@ -817,6 +821,96 @@ async fn a_one_shot_task_waits_for_its_sub_tasks_then_completes(engine: Engine) 
     );
     let stored = get(&service, "alice", &task.id).await.expect("visible");
     assert_eq!(stored.status.state, TaskState::Completed);
+}
+
+async fn parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order(engine: Engine) {
+    let service = engine.serve().await;
+    // The first call's sub-task works for a second, the second's answers at
+    // once: if they ran one after the other, the second could not finish
+    // first.
+    let text = spawn_calls(&["work for 1 seconds", "hello"]);
+    let task = within(30, start(&service, "alice", &text)).await;
+    assert_parked(&task, "awaiting-next-message");
+    let kinds = kinds(&task);
+    assert_eq!(
+        kinds,
+        ["", "tool-call", "tool-result", "tool-result", ""],
+        "{:#?}",
+        shape(&task)
+    );
+    // Journaled as they finished: the quick one first.
+    let results: Vec<&Message> = task.history[2..4].iter().collect();
+    let call_id = |message: &Message| {
+        message.parts[0].as_data().expect("data")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    assert_eq!(call_id(results[0]), "offline-call-2");
+    assert_eq!(call_id(results[1]), "offline-call-1");
+    // Read back by the model in call order.
+    let reply = status_text(&task);
+    let first = reply.find("Worked for 1 seconds").expect("first result");
+    let second = reply.find("You said: hello").expect("second result");
+    assert!(first < second, "{reply}");
+    assert_eq!(subtasks(&task).len(), 2);
+}
+
+async fn a_spawned_subtask_holds_completion_until_it_finishes(engine: Engine) {
+    let service = engine.serve().await;
+    // A sub-task that would work far longer than the test: it is open
+    // until the test ends it, whatever the machine's load.
+    let text = spawn_calls(&["work for 60 seconds"]);
+    let working = send(&service, "alice", immediately(say(None, &text)))
+        .await
+        .expect("accepted");
+    let task_id = working.id.clone();
+    // Wait until the sub-task exists (the call is journaled, then spawned).
+    // The parent's list of sub-tasks changes without a stream event.
+    let task = poll_for(&service, &task_id, |task| !subtasks(task).is_empty()).await;
+    assert_eq!(task.status.state, TaskState::Working);
+    // Complete cuts the turn; the open sub-task refuses the completion.
+    let refused = send(&service, "alice", control(&task_id, "complete"))
+        .await
+        .expect("answered");
+    assert_parked(&refused, "awaiting-next-message");
+    assert!(
+        status_text(&refused).contains("still open"),
+        "{}",
+        status_text(&refused)
+    );
+    // Once the sub-task has ended (here: canceled) and reported,
+    // completion goes through.
+    let subtask_id = subtasks(&task)[0]["id"].as_str().expect("an id").to_owned();
+    cancel(&service, "alice", &subtask_id)
+        .await
+        .expect("the sub-task is canceled");
+    poll_for(&service, &task_id, |task| {
+        task.artifacts
+            .iter()
+            .any(|a| a.artifact_id.starts_with("subtask-"))
+    })
+    .await;
+    let completed = send(&service, "alice", control(&task_id, "complete"))
+        .await
+        .expect("answered");
+    assert_eq!(completed.status.state, TaskState::Completed);
+}
+
+async fn a_spawn_subtask_call_without_a_goal_is_refused_and_delegates_nothing(engine: Engine) {
+    let service = engine.serve().await;
+    let task = within(30, start(&service, "alice", &spawn_calls(&["  "]))).await;
+    assert_parked(&task, "awaiting-next-message");
+    let result = task
+        .history
+        .iter()
+        .find(|message| message.metadata.get("stream") == Some(&json!("tool-result")))
+        .and_then(|message| message.parts[0].as_data())
+        .expect("the call's result");
+    assert_eq!(result["name"], "spawn_subtask", "{result}");
+    let error = result["error"].as_str().expect("an error");
+    assert!(error.contains("a non-empty string"), "{result}");
+    assert!(subtasks(&task).is_empty(), "{task:#?}");
 }
 
 // --- Streams ---------------------------------------------------------------------------------

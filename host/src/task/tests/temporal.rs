@@ -115,6 +115,15 @@ async fn two_servers_serve_one_conversation_alternately() {
     }
 }
 
+/// How many events task `id`'s current run holds.
+async fn history_length(engine: &TemporalEngine, id: &str) -> usize {
+    engine
+        .describe_run(id)
+        .await
+        .expect("described")
+        .history_length
+}
+
 /// The workflow checks again what the server checked: a message it refuses
 /// (here one the server would have refused too, sent past it) is answered
 /// with the reason and leaves no event in the workflow's history.
@@ -125,12 +134,7 @@ async fn a_refusal_by_the_workflow_leaves_no_trace_in_its_history() {
 
     let temporal = on_temporal().await;
     let task = within(60, start(&temporal.service, "alice", "hello")).await;
-    let before = temporal
-        .engine
-        .describe_run(&task.id)
-        .await
-        .expect("described")
-        .history_length;
+    let before = history_length(&temporal.engine, &task.id).await;
     let envelope = Envelope {
         sender: "mallory".into(),
         message: user_message(Some(&task.id), vec![Part::text("let me in")]),
@@ -141,17 +145,36 @@ async fn a_refusal_by_the_workflow_leaves_no_trace_in_its_history() {
         .expect_err("a stranger is refused");
     // A stranger learns no more than that the task is not there.
     assert!(refused.to_string().contains("not found"), "{refused}");
-    let after = temporal
-        .engine
-        .describe_run(&task.id)
-        .await
-        .expect("described")
-        .history_length;
+    let after = history_length(&temporal.engine, &task.id).await;
     assert_eq!(after, before, "the refusal added no event");
     let stored = get(&temporal.service, "alice", &task.id)
         .await
         .expect("visible");
     assert_eq!(stored.history.len(), 2);
+}
+
+/// Only a running model turn delegates: a `delegate` Update to a parked
+/// task (as a stale or forged call would send) is refused by the validator,
+/// leaves no event, and starts no sub-task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegation_without_a_running_model_turn_leaves_no_trace() {
+    let temporal = on_temporal().await;
+    let task = within(60, start(&temporal.service, "alice", "hello")).await;
+    let before = history_length(&temporal.engine, &task.id).await;
+    let refused = within(60, temporal.engine.delegate(&task.id, "sneak in"))
+        .await
+        .expect_err("refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("no model turn of this task is running"),
+        "{refused}"
+    );
+    assert_eq!(history_length(&temporal.engine, &task.id).await, before);
+    let stored = get(&temporal.service, "alice", &task.id)
+        .await
+        .expect("visible");
+    assert!(subtasks(&stored).is_empty(), "{stored:#?}");
 }
 
 /// Dedup by `messageId` holds across runs: a message resent after the
