@@ -107,6 +107,14 @@ impl Configs {
         self.disown(&gone);
     }
 
+    /// Make `webhooks` the configurations of `task_id`.
+    pub(super) fn replace_task(&mut self, task_id: &str, webhooks: Vec<Webhook>) {
+        self.remove_task(task_id);
+        for webhook in webhooks {
+            self.insert(task_id, webhook);
+        }
+    }
+
     /// Remove every configuration of `task_id`.
     pub(super) fn remove_task(&mut self, task_id: &str) {
         if let Some(gone) = self.by_task.remove(task_id) {

@@ -15,6 +15,10 @@
 //!   after each delivery. A restart resends the events after each cursor
 //!   before anything new: a crash loses no notification, and repeats at
 //!   most those in flight when it happened (delivery is at least once).
+//! * On the Temporal engine, the worker that stores a step posts its events
+//!   (`Pusher::post_stored`); its pusher is shared ([`Pusher::shared`]):
+//!   it reads a task's configurations from the store before using them,
+//!   since other processes create and delete them.
 //! * `address`: which webhooks may be reached at all; `configs`: how many
 //!   there may be, per task and per participant.
 
@@ -132,11 +136,26 @@ pub struct Pusher {
     /// The delivery queue of each webhook with work in flight, by task id
     /// and configuration id.
     queues: Mutex<HashMap<WebhookKey, mpsc::UnboundedSender<Pending>>>,
+    /// Other processes change the configurations too (the Temporal
+    /// engine's servers share one store): a task's are read again from the
+    /// store before they are used, and all of them before a creation's cap
+    /// check.
+    shared: bool,
     this: Weak<Pusher>,
 }
 
 impl Pusher {
+    /// The configurations of a store this process alone writes.
     pub fn new(store: Arc<dyn TaskStore>, settings: PushSettings) -> Arc<Self> {
+        Self::build(store, settings, false)
+    }
+
+    /// The configurations of a store other processes write too.
+    pub fn shared(store: Arc<dyn TaskStore>, settings: PushSettings) -> Arc<Self> {
+        Self::build(store, settings, true)
+    }
+
+    fn build(store: Arc<dyn TaskStore>, settings: PushSettings, shared: bool) -> Arc<Self> {
         let client = outbound::client_builder(&settings.extra_roots)
             .redirect(reqwest::redirect::Policy::none())
             // A proxy would connect on our behalf to whatever the webhook
@@ -158,6 +177,7 @@ impl Pusher {
             configs: RwLock::default(),
             creating: tokio::sync::Mutex::default(),
             queues: Mutex::default(),
+            shared,
             this: this.clone(),
         })
     }
@@ -165,6 +185,32 @@ impl Pusher {
     /// Read every stored configuration into the cache.
     pub(crate) async fn load(&self) -> Result<(), StoreError> {
         let stored = self.store.push_configs().await?;
+        let mut cache = self.write_configs();
+        let configs = self.readable(stored, &cache);
+        *cache = Configs::from_stored(configs);
+        Ok(())
+    }
+
+    /// On a shared store, read task `task_id`'s configurations again (one
+    /// another process created or deleted shows here).
+    pub(crate) async fn refresh(&self, task_id: &str) -> Result<(), StoreError> {
+        if !self.shared {
+            return Ok(());
+        }
+        let stored = self.store.push_configs_of(task_id.to_owned()).await?;
+        let mut cache = self.write_configs();
+        let webhooks = self.readable(stored, &cache).remove(task_id);
+        cache.replace_task(task_id, webhooks.unwrap_or_default());
+        Ok(())
+    }
+
+    /// The stored configurations that parse, by task. A cursor this process
+    /// moved and has not stored yet stays where it is.
+    fn readable(
+        &self,
+        stored: Vec<PushConfigRecord>,
+        cached: &Configs,
+    ) -> HashMap<String, Vec<Webhook>> {
         let mut configs: HashMap<String, Vec<Webhook>> = HashMap::new();
         for PushConfigRecord {
             config: row,
@@ -172,17 +218,26 @@ impl Pusher {
         } in stored
         {
             match serde_json::from_str::<Registered>(&row.document) {
-                Ok(registered) => configs.entry(row.task_id).or_default().push(Webhook {
-                    registered,
-                    delivered_seq,
-                }),
+                Ok(registered) => {
+                    let known = cached
+                        .get(&row.task_id)
+                        .and_then(|webhooks| {
+                            webhooks
+                                .iter()
+                                .find(|w| w.registered.id() == registered.id())
+                        })
+                        .map_or(0, |webhook| webhook.delivered_seq);
+                    configs.entry(row.task_id).or_default().push(Webhook {
+                        registered,
+                        delivered_seq: delivered_seq.max(known),
+                    });
+                }
                 Err(error) => {
                     tracing::warn!(task = %row.task_id, config = %row.config_id, %error, "skipping an unreadable push configuration");
                 }
             }
         }
-        *self.write_configs() = Configs::from_stored(configs);
-        Ok(())
+        configs
     }
 
     /// Drop the cached configurations of `task_ids`, which the store purged
@@ -255,6 +310,10 @@ impl Pusher {
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         config.id = Some(id.clone());
         let _creating = self.creating.lock().await;
+        if self.shared {
+            // The caps count every process's configurations.
+            self.load().await.map_err(A2aError::from)?;
+        }
         let taken = self
             .find(&config.task_id, &id)
             .is_some_and(|webhook| webhook.registered.owner != owner);
@@ -353,6 +412,36 @@ impl Pusher {
             .map_err(A2aError::from)?;
         self.write_configs().remove(task_id, id);
         Ok(())
+    }
+
+    /// Queue events another process committed (a Temporal worker's step),
+    /// each numbered in its task's sequence and as stored, for each of the
+    /// task's webhooks as the store has them now.
+    #[cfg(feature = "temporal")]
+    pub(crate) async fn post_stored(&self, task_id: &str, events: Vec<(u64, String)>) {
+        if events.is_empty() {
+            return;
+        }
+        if let Err(error) = self.refresh(task_id).await {
+            tracing::warn!(task = %task_id, %error, "cannot read the task's push configurations; using those known");
+        }
+        let webhooks: Vec<(String, u64)> = self
+            .read_configs()
+            .get(task_id)
+            .into_iter()
+            .flatten()
+            .map(|webhook| (webhook.registered.id().to_owned(), webhook.delivered_seq))
+            .collect();
+        for (seq, document) in events {
+            let body: Arc<[u8]> = document.into_bytes().into();
+            for (id, delivered_seq) in &webhooks {
+                if *delivered_seq < seq {
+                    let key = (task_id.to_owned(), id.clone());
+                    let body = Arc::clone(&body);
+                    self.queue(&key, Pending { seq, body });
+                }
+            }
+        }
     }
 
     /// Queue `event`, committed as number `seq` of its task, for each of the

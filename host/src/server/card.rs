@@ -75,7 +75,7 @@ pub(crate) async fn agent_card(State(state): State<AppState>, headers: HeaderMap
         bearer: state.auth.requires_token(),
         registry: &registry,
         default_lifecycle: state.service.default_lifecycle(),
-        push_notifications: state.service.delivers_push(),
+        push_notifications: true,
         grpc: state
             .grpc
             .map(|bound| grpc_address(bound, headers.get(HOST))),

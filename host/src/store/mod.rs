@@ -152,6 +152,19 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Every push-notification configuration with its delivery cursor, for
     /// the delivery cache.
     fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>>;
+
+    /// Task `task_id`'s push-notification configurations with their
+    /// cursors: what a pusher sharing the store with other processes reads
+    /// before it uses them.
+    fn push_configs_of(&self, task_id: String) -> StoreFuture<'_, Vec<PushConfigRecord>> {
+        Box::pin(async move {
+            let every = self.push_configs().await?;
+            Ok(every
+                .into_iter()
+                .filter(|record| record.config.task_id == task_id)
+                .collect())
+        })
+    }
 }
 
 /// Everything one commit changes in one task. Serializable, so a write can

@@ -420,6 +420,25 @@ impl TaskStore for SqliteStore {
             rows.collect()
         })
     }
+
+    fn push_configs_of(&self, task_id: String) -> StoreFuture<'_, Vec<PushConfigRecord>> {
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT config_id, document, delivered_seq FROM push_configs WHERE task_id = ?1",
+            )?;
+            let rows = statement.query_map([&task_id], |row| {
+                Ok(PushConfigRecord {
+                    config: StoredPushConfig {
+                        task_id: task_id.clone(),
+                        config_id: row.get(0)?,
+                        document: row.get(1)?,
+                    },
+                    delivered_seq: uint(row.get(2)?),
+                })
+            })?;
+            rows.collect()
+        })
+    }
 }
 
 // --- Connections -----------------------------------------------------------------------------

@@ -141,6 +141,16 @@ impl TaskService {
         durability: Durability,
     ) -> Self {
         let push = Pusher::new(Arc::clone(&durability.store), durability.push.clone());
+        Self::assemble(settings, registries, models, durability, push)
+    }
+
+    fn assemble(
+        settings: TaskSettings,
+        registries: Registries,
+        models: Models,
+        durability: Durability,
+        push: Arc<Pusher>,
+    ) -> Self {
         let env = Env {
             settings,
             registries,
@@ -176,7 +186,10 @@ impl TaskService {
         engine: crate::temporal::TemporalEngine,
         run_worker: bool,
     ) -> Result<Self, String> {
-        let service = Self::with_durability(settings, registries, models, durability);
+        // Servers and workers in other processes share the store, and with
+        // it the push configurations.
+        let push = Pusher::shared(Arc::clone(&durability.store), durability.push.clone());
+        let service = Self::assemble(settings, registries, models, durability, push);
         let Inner {
             env,
             directory,
@@ -536,23 +549,7 @@ impl TaskService {
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         config.validate()?;
         self.visible(caller, &config.task_id).await?;
-        self.refuse_push_unless_delivered()?;
         self.inner.env.push.create(&caller.id, config).await
-    }
-
-    /// Whether this service delivers push notifications: the embedded
-    /// engine does; the Temporal engine does not yet (its workers, in other
-    /// processes, would not know a configuration this server holds).
-    pub fn delivers_push(&self) -> bool {
-        self.temporal().is_none()
-    }
-
-    fn refuse_push_unless_delivered(&self) -> Result<(), A2aError> {
-        if self.delivers_push() {
-            Ok(())
-        } else {
-            Err(A2aError::PushNotificationNotSupported)
-        }
     }
 
     /// `GetTaskPushNotificationConfig`: one of the caller's configurations
@@ -564,10 +561,9 @@ impl TaskService {
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         request.validate()?;
         let viewer = self.visible(caller, &request.task_id).await?;
-        self.inner
-            .env
-            .push
-            .get(&viewer, &request.task_id, &request.id)
+        let push = &self.inner.env.push;
+        push.refresh(&request.task_id).await?;
+        push.get(&viewer, &request.task_id, &request.id)
     }
 
     /// `ListTaskPushNotificationConfigs`: the caller's configurations of the
@@ -581,6 +577,7 @@ impl TaskService {
         let viewer = self.visible(caller, &request.task_id).await?;
         let after = listing::decode_push_token(request.page_token.as_deref())?;
         let limit = listing::push_page_size(request.page_size);
+        self.inner.env.push.refresh(&request.task_id).await?;
         let (configs, more) =
             self.inner
                 .env
@@ -605,11 +602,9 @@ impl TaskService {
     ) -> Result<(), A2aError> {
         request.validate()?;
         let viewer = self.visible(caller, &request.task_id).await?;
-        self.inner
-            .env
-            .push
-            .delete(&viewer, &request.task_id, &request.id)
-            .await
+        let push = &self.inner.env.push;
+        push.refresh(&request.task_id).await?;
+        push.delete(&viewer, &request.task_id, &request.id).await
     }
 
     // --- Admission -----------------------------------------------------------------------
@@ -835,7 +830,6 @@ impl TaskService {
         mut config: TaskPushNotificationConfig,
     ) -> Result<(), A2aError> {
         config.task_id = task_id.to_owned();
-        self.refuse_push_unless_delivered()?;
         self.inner.env.push.create(&caller.id, config).await?;
         Ok(())
     }

@@ -89,9 +89,59 @@ fn service_on(builder: RegistryBuilder, store: Arc<dyn crate::store::TaskStore>)
         offline_models(&settings()),
         super::Durability {
             store,
+            push: webhooks_on_loopback(),
             ..super::Durability::in_memory()
         },
     )
+}
+
+/// Push settings that let a test's webhook on loopback be called.
+fn webhooks_on_loopback() -> crate::push::PushSettings {
+    crate::push::PushSettings {
+        allow_private: true,
+        ..crate::push::PushSettings::default()
+    }
+}
+
+/// A webhook on loopback: the body of every notification it was sent, in
+/// the order they came.
+struct Webhook {
+    url: String,
+    bodies: mpsc::UnboundedReceiver<Value>,
+}
+
+impl Webhook {
+    async fn start() -> Webhook {
+        let (heard, bodies) = mpsc::unbounded_channel();
+        let hook = move |body: axum::body::Bytes| {
+            let heard = heard.clone();
+            async move {
+                let _ = heard.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                axum::http::StatusCode::OK
+            }
+        };
+        let app = axum::Router::new().route("/hook", axum::routing::post(hook));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("http://{}/hook", listener.local_addr().expect("bound"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Webhook { url, bodies }
+    }
+
+    /// The states of the status updates heard, through the first in `last`.
+    async fn states_until(&mut self, last: TaskState) -> Vec<TaskState> {
+        let mut states = Vec::new();
+        while states.last() != Some(&last) {
+            let body = within(30, self.bodies.recv())
+                .await
+                .expect("a notification");
+            if let Some(state) = body["statusUpdate"]["status"]["state"].as_str() {
+                states.push(state.parse().expect("a known state"));
+            }
+        }
+        states
+    }
 }
 
 /// A registry builder with one native executor at `point`.

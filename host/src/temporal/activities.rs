@@ -109,9 +109,15 @@ impl TaskActivities {
         };
         let task_id = write.task_id.clone();
         let last = write.entries.last().map(|entry| entry.position);
+        let events = stored_events(&writes);
         let committed = store.commit(writes).await;
         if committed.is_ok() {
             self.side_channel.projected();
+            // Pushed by the worker that stored them, once (a step stored by
+            // an earlier attempt was pushed by it).
+            for (task_id, events) in events {
+                self.env.push.post_stored(&task_id, events).await;
+            }
         }
         match committed {
             Ok(()) => Ok(()),
@@ -249,6 +255,22 @@ fn refusal(error: WorkflowUpdateError) -> String {
         WorkflowUpdateError::Failed(failure) => failure.message,
         other => format!("the sub-task could not be delegated: {other}"),
     }
+}
+
+/// Each write's events, numbered and as stored, for its task's webhooks.
+fn stored_events(writes: &[TaskWrite]) -> Vec<(String, Vec<(u64, String)>)> {
+    writes
+        .iter()
+        .map(|write| {
+            let events = write
+                .entries
+                .iter()
+                .filter_map(|entry| entry.event.as_ref())
+                .map(|event| (event.seq, event.document.clone()))
+                .collect();
+            (write.task_id.clone(), events)
+        })
+        .collect()
 }
 
 /// Whether the store already holds a task at log position `last` or later.

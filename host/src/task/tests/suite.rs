@@ -9,6 +9,7 @@ use crate::store::{MemoryStore, TaskStore};
 
 use super::agent::{kinds, shape, spawn_calls};
 use super::*;
+use crate::a2a::types::TaskPushNotificationConfig;
 
 /// The engine a suite test runs on.
 #[derive(Clone, Copy, Debug)]
@@ -207,6 +208,7 @@ on_both_engines!(
     parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order,
     a_spawned_subtask_holds_completion_until_it_finishes,
     a_spawn_subtask_call_without_a_goal_is_refused_and_delegates_nothing,
+    a_webhook_hears_the_task_events_from_its_creation_on,
 );
 
 // --- Conversations ---------------------------------------------------------------------------
@@ -911,6 +913,64 @@ async fn a_spawn_subtask_call_without_a_goal_is_refused_and_delegates_nothing(en
     let error = result["error"].as_str().expect("an error");
     assert!(error.contains("a non-empty string"), "{result}");
     assert!(subtasks(&task).is_empty(), "{task:#?}");
+}
+
+// --- Push notifications ----------------------------------------------------------------------
+
+async fn a_webhook_hears_the_task_events_from_its_creation_on(engine: Engine) {
+    let service = engine.serve().await;
+    let mut hook = Webhook::start().await;
+    // Given with the first message: it hears the first turn.
+    let first = configured(
+        say(None, "hello"),
+        SendMessageConfiguration {
+            task_push_notification_config: Some(TaskPushNotificationConfig {
+                url: hook.url.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let task = within(60, send(&service, "alice", first))
+        .await
+        .expect("answered");
+    let heard = hook.states_until(TaskState::InputRequired).await;
+    assert_eq!(heard.last(), Some(&TaskState::InputRequired), "{heard:?}");
+
+    // Created later, by the same participant: the next turn only.
+    let mut later = Webhook::start().await;
+    let config = TaskPushNotificationConfig {
+        task_id: task.id.clone(),
+        url: later.url.clone(),
+        ..Default::default()
+    };
+    service
+        .create_push_config(&who("alice"), config)
+        .await
+        .expect("created");
+    let listed = service
+        .list_push_configs(
+            &who("alice"),
+            crate::a2a::types::ListTaskPushNotificationConfigsRequest {
+                task_id: task.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("listed");
+    assert_eq!(listed.configs.len(), 2, "{listed:#?}");
+    within(60, send(&service, "alice", say(Some(&task.id), "again")))
+        .await
+        .expect("answered");
+    let heard_later = later.states_until(TaskState::InputRequired).await;
+    assert_eq!(
+        heard_later,
+        [TaskState::Working, TaskState::InputRequired],
+        "the second turn, and nothing from before the webhook"
+    );
+    // The first webhook hears the second turn too.
+    let heard_again = hook.states_until(TaskState::InputRequired).await;
+    assert_eq!(heard_again, [TaskState::Working, TaskState::InputRequired]);
 }
 
 // --- Streams ---------------------------------------------------------------------------------

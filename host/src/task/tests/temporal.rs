@@ -67,6 +67,7 @@ pub(super) async fn on_temporal_with(
 fn serve(builder: RegistryBuilder, store: SqliteStore, engine: &TemporalEngine) -> TaskService {
     let durability = Durability {
         store: Arc::new(store),
+        push: webhooks_on_loopback(),
         ..Durability::in_memory()
     };
     let loaded = PluginLoader::new(runtime()).load(None, builder);
@@ -122,6 +123,47 @@ async fn history_length(engine: &TemporalEngine, id: &str) -> usize {
         .await
         .expect("described")
         .history_length
+}
+
+/// A webhook registered on one server hears every turn once, whichever
+/// server's worker stored it: each worker reads the task's configurations
+/// from the shared store before it pushes what it stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_registered_on_one_server_hears_turns_that_others_ran() {
+    let dir = tempfile::tempdir().expect("a scratch dir");
+    let mut server = DevServer::start(dir.path()).expect("the dev server starts");
+    let engine = server.connect(|_| {}).await.expect("connected");
+    let path = dir.path().join("tasks.db");
+    let shared = || {
+        SqliteStore::open_with_options(&path, SqliteOptions::new(Synchronous::Normal).shared())
+            .expect("the store opens shared")
+    };
+    let first = serve(CommandRegistry::builder(), shared(), &engine);
+    let second = serve(CommandRegistry::builder(), shared(), &engine);
+    let task = within(60, start(&first, "alice", "one")).await;
+    let mut hook = Webhook::start().await;
+    let config = crate::a2a::types::TaskPushNotificationConfig {
+        task_id: task.id.clone(),
+        url: hook.url.clone(),
+        ..Default::default()
+    };
+    first
+        .create_push_config(&who("alice"), config)
+        .await
+        .expect("created");
+    for (server, text) in [(&second, "two"), (&first, "three"), (&second, "four")] {
+        within(60, send(server, "alice", say(Some(&task.id), text)))
+            .await
+            .expect("served");
+        let heard = hook.states_until(TaskState::InputRequired).await;
+        assert_eq!(
+            heard,
+            [TaskState::Working, TaskState::InputRequired],
+            "{text}"
+        );
+    }
+    // Nothing more: no turn was pushed twice.
+    assert!(hook.bodies.try_recv().is_err());
 }
 
 /// The workflow checks again what the server checked: a message it refuses
@@ -283,43 +325,4 @@ async fn cancel_with_an_update_in_flight_answers_it_and_ends_the_task() {
             .any(|text| text == "next" || text.starts_with("Worked")),
         "neither the cut turn's output nor the waiting message landed: {texts:?}"
     );
-}
-
-/// Push notifications are not delivered on this engine yet: a webhook is
-/// refused as unsupported, on its own or in a send (which then starts no
-/// task), rather than accepted and never called.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_configurations_are_refused_as_unsupported() {
-    use crate::a2a::types::TaskPushNotificationConfig;
-    let on = on_temporal().await;
-    let service = &on.service;
-    assert!(!service.delivers_push());
-    let task = start(service, "alice", "hello").await;
-    let webhook = |task_id: &str| TaskPushNotificationConfig {
-        task_id: task_id.to_owned(),
-        url: "http://127.0.0.1:9/hook".into(),
-        ..Default::default()
-    };
-    assert!(matches!(
-        service
-            .create_push_config(&who("alice"), webhook(&task.id))
-            .await,
-        Err(A2aError::PushNotificationNotSupported)
-    ));
-    let with_webhook = configured(
-        say(None, "hello"),
-        SendMessageConfiguration {
-            task_push_notification_config: Some(webhook("")),
-            ..Default::default()
-        },
-    );
-    assert!(matches!(
-        service.send_message(&who("alice"), with_webhook).await,
-        Err(A2aError::PushNotificationNotSupported)
-    ));
-    let listed = service
-        .list_tasks(&who("alice"), ListTasksRequest::default())
-        .await
-        .expect("listed");
-    assert_eq!(listed.tasks.len(), 1, "no task started: {listed:#?}");
 }
