@@ -63,6 +63,7 @@
 //! path = "tiny-harness.db"         # beside this file; ":memory:" keeps nothing
 //! synchronous = "normal"           # normal | full (fsync every commit)
 //! idle_timeout_secs = 300          # a parked task leaves memory after this
+//! accept_commit_delay_ms = 10      # a quick turn stores its message with its reply
 //! max_wal_mib = 64                 # the write-ahead log starts over past this
 //! # retain_terminal_days = 30      # default: keep finished tasks forever
 //! # url = "postgres://tiny@db:5432/tiny"  # PostgreSQL instead of path (feature `postgres`)
@@ -157,6 +158,10 @@ pub const MAX_TOOL_ROUNDS: u32 = 64;
 
 /// Connections to a PostgreSQL store unless `[store] max_connections` says.
 pub const DEFAULT_STORE_CONNECTIONS: usize = 8;
+
+/// The longest `[store] accept_commit_delay_ms`: past it, a crash would lose
+/// more than a moment of unacknowledged messages, for no further saving.
+pub const MAX_ACCEPT_COMMIT_DELAY_MS: u64 = 1000;
 
 /// The `[store] path` that keeps tasks in memory only.
 pub const MEMORY_STORE: &str = ":memory:";
@@ -296,6 +301,11 @@ pub struct StoreConfig {
     pub synchronous: Synchronous,
     /// Seconds a task's actor with nothing to do stays in memory. Default 300.
     pub idle_timeout_secs: u64,
+    /// Milliseconds a plain message whose sender waits for its turn's end may stay unstored,
+    /// so that a turn ending sooner stores it with its reply in one commit (nothing is
+    /// acknowledged before that commit). 0 stores every message before its turn starts.
+    /// Default 10, at most [`MAX_ACCEPT_COMMIT_DELAY_MS`].
+    pub accept_commit_delay_ms: u64,
     /// MiB the SQLite write-ahead log may hold before a checkpoint makes it start over (and
     /// the size its file is cut back to). Default 64, at least 1.
     pub max_wal_mib: u32,
@@ -567,6 +577,7 @@ impl Default for StoreConfig {
             path: None,
             synchronous: Synchronous::Normal,
             idle_timeout_secs: 300,
+            accept_commit_delay_ms: 10,
             max_wal_mib: DEFAULT_MAX_WAL_MIB,
             retain_terminal_days: None,
             url: None,
@@ -828,6 +839,7 @@ impl Config {
         Ok(Durability {
             store: crate::store::open(&options)?,
             idle_timeout: self.store.idle_timeout(),
+            accept_commit_delay: self.store.accept_commit_delay(),
             retain_terminal: self.store.retention(),
             push: self.push_settings(),
         })
@@ -1013,12 +1025,23 @@ impl StoreConfig {
         if self.max_wal_mib == 0 {
             return Err(invalid("store.max_wal_mib", "must be at least 1"));
         }
+        if self.accept_commit_delay_ms > MAX_ACCEPT_COMMIT_DELAY_MS {
+            return Err(invalid(
+                "store.accept_commit_delay_ms",
+                format!("must be at most {MAX_ACCEPT_COMMIT_DELAY_MS}"),
+            ));
+        }
         Ok(())
     }
 
     /// How long an idle task's actor stays in memory.
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    /// How long a waiting sender's message may stay unstored while its turn runs.
+    pub fn accept_commit_delay(&self) -> Duration {
+        Duration::from_millis(self.accept_commit_delay_ms)
     }
 
     /// How long finished tasks are kept, if not forever.
@@ -1546,6 +1569,10 @@ mod tests {
             ("[store]\nsynchronous = \"off\"", "synchronous"),
             ("[store]\nidle_timeout_secs = 0", "store.idle_timeout_secs"),
             ("[store]\nmax_wal_mib = 0", "store.max_wal_mib"),
+            (
+                "[store]\naccept_commit_delay_ms = 1001",
+                "store.accept_commit_delay_ms",
+            ),
             ("[store]\nurl = \"mysql://db/x\"", "store.url"),
             (
                 "[store]\nurl = \"postgres://db/x\"\npath = \"t.db\"",

@@ -26,6 +26,7 @@ pub(crate) fn offline_service(store: Arc<dyn TaskStore>, idle_timeout: Duration)
         Durability {
             store,
             idle_timeout,
+            accept_commit_delay: Durability::DEFAULT_ACCEPT_COMMIT_DELAY,
             ..Durability::in_memory()
         },
     )

@@ -444,6 +444,16 @@ impl Pusher {
         }
     }
 
+    /// Whether task `task_id` has no webhook in this process's cache (a
+    /// shared store's other processes may have registered one).
+    pub(crate) fn watches_nothing(&self, task_id: &str) -> bool {
+        !self.shared
+            && self
+                .read_configs()
+                .get(task_id)
+                .is_none_or(|webhooks| webhooks.is_empty())
+    }
+
     /// Queue `event`, committed as number `seq` of its task, for each of the
     /// task's webhooks, if it has any.
     pub(crate) fn post(&self, task_id: &str, seq: u64, event: &StreamResponse) {

@@ -23,6 +23,10 @@
 //!   partial output) and go straight to their decision.
 //! * A message whose id the task already accepted is answered with the task
 //!   and never applied again.
+//! * A plain message whose sender waits for the turn's end, to a task no one
+//!   watches, is committed with the turn's reply when the turn is quick
+//!   (`accept_commit_delay`): one commit instead of two, and nobody was told
+//!   of it before. Anything else that happens to the task commits it first.
 //! * The actor never awaits a turn: turns run as jobs, so it stays free to
 //!   take a control or a cancellation. It awaits the store, and its own
 //!   sub-tasks' cancellation, which never waits on it in return.
@@ -112,6 +116,7 @@ pub(crate) fn spawn(
         direct_reply: None,
         answer_watch: None,
         broken: None,
+        unstored_since: None,
     };
     // The actor is boxed apart, and every step the loop awaits is boxed
     // too: the future is what a live task costs while it waits, and it
@@ -133,8 +138,8 @@ enum Woken {
     /// A command, or `None` once the service is gone.
     Command(Option<Box<Command>>),
     Step(Option<Step>),
-    /// The idle period passed.
-    Idle,
+    /// The idle period passed, or the time a deferred acceptance may wait.
+    Timer,
 }
 
 /// A waiting task's status message, kept as its JSON text.
@@ -230,6 +235,10 @@ struct TaskActor {
     answer_watch: Option<AnswerWatch>,
     /// The store refused a write; the actor stops.
     broken: Option<A2aError>,
+    /// Since when the running turn's accepted message has waited to be
+    /// committed: it is, `accept_commit_delay` later, unless the turn's end
+    /// stores it with the reply first ([`TaskActor::defers_acceptance`]).
+    unstored_since: Option<tokio::time::Instant>,
 }
 
 impl TaskActor {
@@ -252,12 +261,18 @@ impl TaskActor {
             } else {
                 None
             };
+            // One timer, so the waiting future stays small: an idle actor
+            // never has an acceptance to store.
+            let timer = match self.unstored_since {
+                Some(since) => Some(since + self.env.accept_commit_delay),
+                None => idle.then(|| tokio::time::Instant::now() + self.env.idle_timeout),
+            };
             let woken = tokio::select! {
                 // Controls and cancellations first: they may cut the turn.
                 biased;
                 command = self.inbox.recv() => Woken::Command(command),
                 step = next_step(&mut self.job) => Woken::Step(step),
-                () = tokio::time::sleep(self.env.idle_timeout), if idle => Woken::Idle,
+                () = sleep_until(timer) => Woken::Timer,
             };
             if let Some(packed) = packed
                 && let Err(error) = packed.restore(&mut self.record)
@@ -277,7 +292,10 @@ impl TaskActor {
                 Woken::Command(Some(command)) => Box::pin(self.handle(*command)).await,
                 Woken::Command(None) => return,
                 Woken::Step(step) => Box::pin(self.on_step(step)).await,
-                Woken::Idle => {
+                Woken::Timer if self.unstored_since.is_some() => {
+                    let _ = Box::pin(self.settle()).await;
+                }
+                Woken::Timer => {
                     if self.retire() {
                         return;
                     }
@@ -288,6 +306,11 @@ impl TaskActor {
     }
 
     async fn handle(&mut self, command: Command) {
+        // Whatever the command is, it meets the task as stored: a resend
+        // of the unstored message is found, a cancellation stores it first.
+        if self.unstored_since.is_some() {
+            let _ = self.settle().await;
+        }
         match command {
             Command::Submit { submission, reply } => {
                 self.submit(Pending { submission, reply }).await;
@@ -470,9 +493,12 @@ impl TaskActor {
         }
         let (done, waiter) = oneshot::channel();
         self.waiters.push((history_length, done));
-        // Committed before it is acknowledged: a refused write is the answer,
-        // and a message not accepted has no one waiting for its turn.
-        if let Err(error) = self.settle().await {
+        if self.defers_acceptance(&class, answering) {
+            // Its sender hears nothing before the turn's end, which stores it.
+            self.unstored_since = Some(tokio::time::Instant::now());
+        } else if let Err(error) = self.settle().await {
+            // Committed before it is acknowledged: a refused write is the
+            // answer, and a message not accepted has no one waiting for its turn.
             self.waiters.pop();
             let _ = reply.send(Err(error));
             return;
@@ -495,6 +521,20 @@ impl TaskActor {
             Class::Complete => self.start_completion(sender, before),
             Class::Participants(_) => {}
         }
+    }
+
+    /// Whether the message just accepted may wait for its turn's commit
+    /// (at most `accept_commit_delay`): a follow-up is then one commit, not
+    /// two. Only when no one can tell: its sender waits for the turn's end,
+    /// and no one watches the task's events. And only for a model turn: a
+    /// command body may act outside, and must find its message stored so
+    /// that a restart does not run it again.
+    fn defers_acceptance(&self, class: &Class, answering: Answering) -> bool {
+        matches!(class, Class::Ordinary)
+            && answering == Answering::AtTurnEnd
+            && !self.env.accept_commit_delay.is_zero()
+            && self.events.receiver_count() == 0
+            && self.env.push.watches_nothing(&self.record.id)
     }
 
     /// Take queued messages while no turn runs.
@@ -533,12 +573,14 @@ impl TaskActor {
     fn start_model_turn(&mut self) {
         // The approval and the turn's message id come from the record and
         // the actor: what a model turn needs of the task is taken now.
+        let unstored = self.journal.unstored_messages(&self.record).to_vec();
         let turn = ModelTurn::prepare(
             &self.env,
             &self.record,
             self.view(),
             self.turn_message.clone(),
-        );
+        )
+        .with_unstored(unstored);
         self.job = Some(Job::spawn(move |link| turn.run(link)));
     }
 
@@ -896,6 +938,8 @@ impl TaskActor {
         }
         match self.store_changes().await {
             Ok(published) => {
+                // A deferred acceptance was part of it.
+                self.unstored_since = None;
                 self.publish(published).await;
                 Ok(())
             }
@@ -1013,9 +1057,10 @@ impl TaskActor {
         for pending in self.queue.drain(..) {
             let _ = pending.reply.send(Err(error.clone()));
         }
-        // A waiter's message was accepted (its acceptance is stored, or it
-        // would not be waiting): only its turn's result is missing.
+        // A waiter's message was accepted: only its turn's result is
+        // missing, unless the write refused was its acceptance too.
         let unrecorded = match &error {
+            A2aError::StoreUnavailable(_) if self.unstored_since.is_some() => error.clone(),
             A2aError::StoreUnavailable(reason) => A2aError::TurnNotStored {
                 task_id: self.record.id.clone(),
                 reason: reason.clone(),
@@ -1084,6 +1129,14 @@ fn taken(message: &Message) -> A2aError {
         "message.messageId",
         format!("messageId `{id}` is already used by another message of this task"),
     )
+}
+
+/// Ready at `deadline`; pending forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The running job's next step; pending forever when there is none.

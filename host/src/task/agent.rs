@@ -29,6 +29,7 @@ use super::state::{ApprovalDecision, Lifecycle, TaskRecord, Turn, TurnWork};
 use super::tools::{Called, ToolRun, Toolbox, denied};
 use super::transcript::{self, Transcript};
 use super::turn::hook_failure;
+use crate::a2a::types::Message;
 use crate::commands::CommandRegistry;
 use crate::domain::{
     ChatMessage, Effort, LlmContext, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
@@ -47,6 +48,9 @@ pub(crate) struct ModelTurn {
     task_id: String,
     /// How many tokens of conversation the request may carry.
     budget: u64,
+    /// The newest messages, which the store does not have yet (a message
+    /// whose acceptance waits for the turn's commit).
+    unstored: Vec<Message>,
 }
 
 impl ModelTurn {
@@ -116,13 +120,29 @@ impl ModelTurn {
             store: Arc::clone(&env.store),
             task_id: record.id.clone(),
             budget,
+            unstored: Vec::new(),
+        }
+    }
+
+    /// The turn's conversation ends with `messages`, which are not stored yet.
+    pub(crate) fn with_unstored(self, messages: Vec<Message>) -> Self {
+        ModelTurn {
+            unstored: messages,
+            ..self
         }
     }
 
     /// Read what fits the model's window from the store (everything before
-    /// the turn is committed), then run the agent loop.
+    /// the turn is committed, but the unstored messages), then run the agent
+    /// loop.
     pub(crate) async fn run(self, link: Link) -> TurnOutput {
-        match transcript::read(self.store.as_ref(), &self.task_id, self.budget).await {
+        let read = transcript::read(
+            self.store.as_ref(),
+            &self.task_id,
+            self.budget,
+            self.unstored,
+        );
+        match read.await {
             Ok(transcript) => {
                 AgentTurn {
                     transcript,

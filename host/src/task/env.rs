@@ -117,6 +117,9 @@ pub(crate) struct Env {
     pub(crate) push: Arc<Pusher>,
     /// How long an actor with nothing to do lives on.
     pub(crate) idle_timeout: Duration,
+    /// How long a plain message whose sender waits for the turn's end may
+    /// stay unstored, so that a quick turn stores it with its reply.
+    pub(crate) accept_commit_delay: Duration,
 }
 
 /// How a task a participant starts lives.

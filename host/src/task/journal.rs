@@ -9,7 +9,7 @@
 use super::events::Sequenced;
 use super::state::{Applied, Change, Lifecycle, TaskRecord};
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{StreamResponse, TaskState, Timestamp};
+use crate::a2a::types::{Message, StreamResponse, TaskState, Timestamp};
 use crate::store::{
     Created, Head, LogEntry, StoredArtifact, StoredEvent, StoredMessage, TaskWrite,
 };
@@ -125,15 +125,25 @@ impl Journal {
         Ok(())
     }
 
+    /// The messages of `record` not committed yet.
+    pub(crate) fn unstored_messages<'a>(&self, record: &'a TaskRecord) -> &'a [Message] {
+        &record.history[self.first_unstored(record)..]
+    }
+
+    /// Where the uncommitted messages start in `record`'s history: the
+    /// record holds the newest messages, and those from `history_stored` on
+    /// are new.
+    fn first_unstored(&self, record: &TaskRecord) -> usize {
+        let held_from = record.history_len - record.history.len();
+        self.history_stored
+            .saturating_sub(held_from)
+            .min(record.history.len())
+    }
+
     /// The store write for everything noted since the last commit.
     pub(crate) fn write(&self, record: &TaskRecord) -> Result<TaskWrite, A2aError> {
-        // The record holds the newest messages; those from `history_stored`
-        // on are new.
         let held_from = record.history_len - record.history.len();
-        let new = self
-            .history_stored
-            .saturating_sub(held_from)
-            .min(record.history.len());
+        let new = self.first_unstored(record);
         let messages = record.history[new..]
             .iter()
             .zip(held_from + new..)

@@ -86,17 +86,26 @@ pub struct Durability {
     /// them forever.
     pub retain_terminal: Option<Duration>,
     pub push: PushSettings,
+    /// How long a plain message whose sender waits for its turn's end may
+    /// stay unstored: a turn that ends sooner stores the message with its
+    /// reply, in one commit (nothing is acknowledged before it). Zero
+    /// stores every message before its turn starts.
+    pub accept_commit_delay: Duration,
 }
 
 impl Durability {
     /// The default idle period of a task's actor.
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
+    /// The default for [`Durability::accept_commit_delay`].
+    pub const DEFAULT_ACCEPT_COMMIT_DELAY: Duration = Duration::from_millis(10);
+
     /// Nothing survives the process; push delivery with its defaults.
     pub fn in_memory() -> Self {
         Durability {
             store: Arc::new(MemoryStore::new()),
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            accept_commit_delay: Self::DEFAULT_ACCEPT_COMMIT_DELAY,
             retain_terminal: None,
             push: PushSettings::default(),
         }
@@ -158,6 +167,7 @@ impl TaskService {
             store: durability.store,
             push,
             idle_timeout: durability.idle_timeout,
+            accept_commit_delay: durability.accept_commit_delay,
         };
         let env = Arc::new(env);
         let directory = Directory::new(Arc::clone(&env), |directory, record| {

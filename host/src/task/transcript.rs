@@ -154,26 +154,35 @@ const FIRST_READ: usize = 64;
 
 /// The conversation of task `task_id` as a model with a window of
 /// `budget_tokens` sees it, read from `store`: only as many of the newest
-/// messages as the window reaches (never the whole of a long history).
+/// messages as the window reaches (never the whole of a long history),
+/// then `unstored`, the newest, which the store does not have yet.
 pub(crate) async fn read(
     store: &dyn TaskStore,
     task_id: &str,
     budget_tokens: u64,
+    unstored: Vec<Message>,
 ) -> Result<Transcript, String> {
     let mut limit = FIRST_READ;
     loop {
         let stored = store
             .load(task_id.to_owned(), Some(limit))
             .await
-            .map_err(|error| error.to_string())?
-            .ok_or_else(|| format!("task {task_id} is not in the store"))?;
-        let whole = stored.history.len() as u64 >= stored.history_len;
-        let history = stored
-            .history
+            .map_err(|error| error.to_string())?;
+        // A new task whose first message is not stored yet is not either.
+        let (documents, whole) = match &stored {
+            Some(stored) => (
+                stored.history.as_slice(),
+                stored.history.len() as u64 >= stored.history_len,
+            ),
+            None if !unstored.is_empty() => (&[][..], true),
+            None => return Err(format!("task {task_id} is not in the store")),
+        };
+        let mut history = documents
             .iter()
             .map(|document| serde_json::from_str::<Message>(document))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| format!("a stored message is unreadable: {error}"))?;
+        history.extend(unstored.iter().cloned());
         let (transcript, filled) = fit(&history, budget_tokens);
         if filled || whole {
             return Ok(transcript);

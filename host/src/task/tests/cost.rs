@@ -23,6 +23,8 @@ struct Metered {
     inner: MemoryStore,
     written: AtomicUsize,
     history_read: AtomicUsize,
+    /// The messages each commit stored, in commit order.
+    commits: Mutex<Vec<usize>>,
 }
 
 impl Metered {
@@ -31,6 +33,11 @@ impl Metered {
             self.written.swap(0, Ordering::SeqCst),
             self.history_read.swap(0, Ordering::SeqCst),
         )
+    }
+
+    /// The messages of each commit since the last call.
+    fn take_commits(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.commits.lock().expect("not poisoned"))
     }
 }
 
@@ -51,6 +58,8 @@ impl TaskStore for Metered {
     fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()> {
         let bytes: usize = writes.iter().map(write_bytes).sum();
         self.written.fetch_add(bytes, Ordering::SeqCst);
+        let messages = writes.iter().map(|write| write.messages.len()).sum();
+        self.commits.lock().expect("not poisoned").push(messages);
         self.inner.commit(writes)
     }
     fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
@@ -190,6 +199,7 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
         Durability {
             store: Arc::clone(&store) as Arc<dyn TaskStore>,
             idle_timeout: Duration::from_secs(60),
+            accept_commit_delay: Durability::DEFAULT_ACCEPT_COMMIT_DELAY,
             retain_terminal: None,
             push: PushSettings::default(),
         },
@@ -250,4 +260,144 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
         read <= returned + 64,
         "GetTask read {read} bytes of history to return {returned}"
     );
+}
+
+fn metered_service(store: &Arc<Metered>, models: Models) -> TaskService {
+    let loaded = PluginLoader::new(runtime()).load(None, CommandRegistry::builder());
+    TaskService::with_durability(
+        settings(),
+        Registries::new(loaded.registry),
+        models,
+        Durability {
+            store: Arc::clone(store) as Arc<dyn TaskStore>,
+            ..Durability::in_memory()
+        },
+    )
+}
+
+/// A message whose sender waits for its turn's end is stored with the
+/// turn's reply when the turn is quick: one commit per follow-up, not two
+/// (issue 14, item 4). Once anyone can tell (a subscriber, a sender answered
+/// at acceptance), it is stored before its turn starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_turn_stores_its_message_with_its_reply_unless_someone_watches() {
+    let store = Arc::new(Metered::default());
+    let service = metered_service(&store, offline_models(&settings()));
+    let task = start(&service, "alice", "hello").await;
+    assert_eq!(
+        store.take_commits(),
+        [2],
+        "created with its message and reply"
+    );
+    let parked = send(&service, "alice", say(Some(&task.id), "again"))
+        .await
+        .expect("a follow-up");
+    assert_parked(&parked, "awaiting-next-message");
+    assert_eq!(store.take_commits(), [2], "a follow-up is one commit");
+
+    // Answered at acceptance: the message is stored before the answer.
+    let accepted = send(&service, "alice", immediately(say(Some(&task.id), "now")))
+        .await
+        .expect("accepted");
+    assert_eq!(accepted.status.state, TaskState::Working);
+    let history = poll_for(&service, &task.id, |t| {
+        t.status.state == TaskState::InputRequired && t.history.len() == 6
+    })
+    .await
+    .history;
+    assert_eq!(store.take_commits(), [1, 1], "acceptance, then the reply");
+
+    // A subscriber sees the message accepted before the turn's reply.
+    let mut events = subscribe(&service, "alice", &task.id)
+        .await
+        .expect("subscribed");
+    within(10, events.next()).await.expect("the task first");
+    send(&service, "alice", say(Some(&task.id), "watched"))
+        .await
+        .expect("a watched follow-up");
+    assert_eq!(store.take_commits(), [1, 1], "a watched turn commits twice");
+
+    let texts: Vec<String> = history.iter().map(message_text).collect();
+    assert_eq!(texts.len(), 6, "each message stored once: {texts:?}");
+    assert_eq!((texts[0].as_str(), texts[2].as_str()), ("hello", "again"));
+}
+
+/// A model whose answer waits for the test to let it go.
+struct Held {
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl crate::model::Model for Held {
+    fn stream(&self, _request: crate::domain::ModelRequest) -> crate::model::ModelStream {
+        use crate::domain::{ModelEvent, StopReason};
+        let gate = Arc::clone(&self.gate);
+        let answer = futures_util::stream::once(async move {
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+            Ok(ModelEvent::TextDelta("let go".into()))
+        });
+        let stop = futures_util::stream::once(async { Ok(ModelEvent::Stop(StopReason::EndTurn)) });
+        Box::pin(futures_util::StreamExt::chain(answer, stop))
+    }
+}
+
+fn held_models(gate: &Arc<tokio::sync::Semaphore>) -> Models {
+    let model: Arc<dyn crate::model::Model> = Arc::new(Held {
+        gate: Arc::clone(gate),
+    });
+    let entries: BTreeMap<String, ModelEntry> = settings()
+        .selectable_models
+        .iter()
+        .map(|name| {
+            let entry = ModelEntry {
+                model: Arc::clone(&model),
+                context_window: 100_000,
+                max_output_tokens: None,
+            };
+            (name.clone(), entry)
+        })
+        .collect();
+    Models::new(entries, settings().default_model).expect("the default is selectable")
+}
+
+/// A turn that outlasts `accept_commit_delay` does not keep its message
+/// unstored: the store has it while the turn still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_stores_its_message_before_it_ends() {
+    let store = Arc::new(Metered::default());
+    let gate = Arc::new(tokio::sync::Semaphore::new(1));
+    let service = metered_service(&store, held_models(&gate));
+    let task = start(&service, "alice", "hello").await;
+    store.take_commits();
+
+    let message = say(Some(&task.id), "take your time");
+    let message_id = message.message.message_id.clone();
+    let follow_up = tokio::spawn({
+        let service = service.clone();
+        async move { send(&service, "alice", message).await }
+    });
+    within(20, async {
+        while store
+            .message(task.id.clone(), message_id.clone())
+            .await
+            .expect("readable")
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(!follow_up.is_finished(), "the turn is still held");
+    assert_eq!(store.take_commits(), [1], "the message alone");
+
+    gate.add_permits(1);
+    let parked = within(20, follow_up)
+        .await
+        .expect("joined")
+        .expect("the turn ends");
+    assert_parked(&parked, "awaiting-next-message");
+    assert_eq!(store.take_commits(), [1], "then the reply");
+    let whole = get(&service, "alice", &task.id).await.expect("visible");
+    assert_eq!(whole.history.len(), 4, "{:?}", whole.history);
 }

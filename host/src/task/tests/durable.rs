@@ -31,6 +31,7 @@ fn durable_service(store: Arc<dyn TaskStore>, idle: Duration) -> TaskService {
         Durability {
             store,
             idle_timeout: idle,
+            accept_commit_delay: Durability::DEFAULT_ACCEPT_COMMIT_DELAY,
             retain_terminal: None,
             push: PushSettings {
                 allow_private: true,
