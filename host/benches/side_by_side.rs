@@ -244,11 +244,14 @@ struct Report {
     startup: Vec<Startup>,
     first_event: Vec<FirstEvent>,
     token_to_sse: Option<TokenDelay>,
-    write_amplification: Option<WriteAmplification>,
+    /// With the default `accept_commit_delay_ms`, then with 0.
+    write_amplification: Vec<WriteAmplification>,
 }
 
 #[derive(Serialize)]
 struct WriteAmplification {
+    /// The `[store] accept_commit_delay_ms` of the server.
+    accept_commit_delay_ms: u64,
     /// Follow-ups measured (each adds the participant's message and the
     /// agent's reply).
     messages: usize,
@@ -367,7 +370,10 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
     }
     if options.runs("write-amplification") {
         eprintln!("write amplification ...");
-        report.write_amplification = Some(write_amplification(&client, scratch).await?);
+        for delay_ms in [10, 0] {
+            let measured = write_amplification(&client, scratch, delay_ms).await?;
+            report.write_amplification.push(measured);
+        }
         phase_done(options, report, print_write_amplification)?;
     }
     Ok(())
@@ -638,13 +644,21 @@ fn print_streaming(report: &Report) {
 
 /// Bytes written per accepted message.
 fn print_write_amplification(report: &Report) {
-    if let Some(written) = &report.write_amplification {
+    if report.write_amplification.is_empty() {
+        return;
+    }
+    println!(
+        "\n| SQLite, bytes per accepted message | written to disk (database and WAL pages, \
+         write_bytes) | passed to write() (files and sockets, wchar) | added to the database \
+         (compacted) | write amplification |\n| --- | --- | --- | --- | --- |"
+    );
+    for written in &report.write_amplification {
+        let setting = match written.accept_commit_delay_ms {
+            0 => "each message stored before its turn".to_owned(),
+            ms => format!("a quick turn's message stored with its reply ({ms} ms)"),
+        };
         println!(
-            "\n| SQLite, per accepted message ({} follow-ups) | bytes |\n| --- | --- |\n\
-             | written to disk (database and WAL pages, write_bytes) | {:.0} |\n\
-             | passed to write() (files and sockets, wchar) | {:.0} |\n\
-             | added to the database (compacted) | {:.0} |\n\
-             | write amplification | {:.1}x |",
+            "| {setting}, {} messages | {:.0} | {:.0} | {:.0} | {:.1}x |",
             written.messages,
             written.written_per_message,
             written.wchar_per_message,
@@ -690,7 +704,7 @@ impl Drop for Server {
 
 impl Server {
     async fn start(kind: Kind, scratch: &Path, idle: Duration) -> anyhow::Result<Server> {
-        Self::start_with(kind, scratch, idle, "", None).await
+        Self::start_with(kind, scratch, idle, "", "", None).await
     }
 
     /// Start `kind` on a free loopback port, pinned to CPU 0, and wait until
@@ -699,6 +713,7 @@ impl Server {
         kind: Kind,
         scratch: &Path,
         idle: Duration,
+        store_settings: &str,
         extra_config: &str,
         plugins: Option<(&Path, &Path)>,
     ) -> anyhow::Result<Server> {
@@ -726,7 +741,7 @@ impl Server {
                 std::fs::write(
                     &config,
                     format!(
-                        "[store]\npath = {store}\nidle_timeout_secs = {}\n\n\
+                        "[store]\npath = {store}\nidle_timeout_secs = {}\n{store_settings}\n\n\
                          [rate_limit]\nper_participant_burst = 1000000000\n\
                          per_participant_per_second = 1000000000.0\n\
                          per_address_burst = 1000000000\nper_address_per_second = 1000000000.0\n\n\
@@ -1205,10 +1220,19 @@ async fn fill(client: &Client, server: Server, count: usize) -> anyhow::Result<S
 async fn write_amplification(
     client: &Client,
     scratch: &Path,
+    accept_commit_delay_ms: u64,
 ) -> anyhow::Result<WriteAmplification> {
     const CONVERSATIONS: usize = 20;
     const TURNS: usize = 25;
-    let server = Server::start(Kind::Sqlite, scratch, Duration::from_secs(3600)).await?;
+    let server = Server::start_with(
+        Kind::Sqlite,
+        scratch,
+        Duration::from_secs(3600),
+        &format!("accept_commit_delay_ms = {accept_commit_delay_ms}"),
+        "",
+        None,
+    )
+    .await?;
     let mut conversations = Vec::new();
     for n in 0..CONVERSATIONS {
         let participant = format!("writes-{n}");
@@ -1235,6 +1259,7 @@ async fn write_amplification(
     // Each follow-up adds the participant's message and the agent's reply.
     let messages = CONVERSATIONS * TURNS * 2;
     Ok(WriteAmplification {
+        accept_commit_delay_ms,
         messages,
         written_per_message: (after.0.0 - before.0.0) / messages as f64,
         wchar_per_message: (after.0.1 - before.0.1) / messages as f64,
@@ -1295,6 +1320,7 @@ async fn startup_times(_client: &Client, scratch: &Path) -> anyhow::Result<Vec<S
                 Kind::Memory,
                 scratch,
                 Duration::from_secs(3600),
+                "",
                 "",
                 Some((plugins.path(), cache.path())),
             )
@@ -1401,6 +1427,7 @@ async fn token_delays(client: &Client, scratch: &Path) -> anyhow::Result<TokenDe
         Kind::Memory,
         scratch,
         Duration::from_secs(3600),
+        "",
         &config,
         None,
     )

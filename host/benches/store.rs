@@ -2,10 +2,10 @@
 //! on (SQLite, `synchronous` NORMAL and FULL) versus the in-memory store, in
 //! one run.
 //!
-//! Each message is a whole acknowledged exchange: the message is committed
-//! before it is accepted, the (offline, instant) model answers, and the
-//! reply is committed before the sender gets it, so two commits per
-//! message. Measured with one conversation (every commit waits alone: the
+//! Each message is a whole acknowledged exchange: the (offline, instant)
+//! model answers, and the message and its reply are committed together
+//! before the sender gets it (`[store] accept_commit_delay_ms`: a quick
+//! turn is one commit). Measured with one conversation (every commit waits alone: the
 //! fsync of FULL is paid in full) and with many at once (concurrent commits
 //! share a transaction: group commit).
 //!
