@@ -24,6 +24,8 @@
 //! when it alone exceeds the budget (the provider then says the
 //! conversation is too long, and the participants read that).
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use super::state::TaskRecord;
@@ -145,11 +147,27 @@ pub(crate) struct Transcript {
 /// as the budget reaches.
 #[cfg(test)]
 pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript {
-    fit(history, budget_tokens).0
+    let whole = fit(history.iter().rev().map(Seen::of), budget_tokens).transcript;
+    // Read back from the store's JSON, it is the same transcript.
+    let documents: Vec<String> = history
+        .iter()
+        .map(|message| serde_json::to_string(message).expect("a message is JSON"))
+        .collect();
+    let parsed = documents
+        .iter()
+        .rev()
+        .map(|document| Seen::parse(document).expect("readable"));
+    assert_eq!(
+        fit(parsed, budget_tokens).transcript,
+        whole,
+        "parsed from JSON"
+    );
+    whole
 }
 
 /// How many of the newest messages a transcript read from the store starts
-/// with; it reads four times as many while the window has room for more.
+/// with; while the window has room for more, it reads as many as should
+/// fill it ([`next_read`]).
 const FIRST_READ: usize = 64;
 
 /// The conversation of task `task_id` as a model with a window of
@@ -177,36 +195,45 @@ pub(crate) async fn read(
             None if !unstored.is_empty() => (&[][..], true),
             None => return Err(format!("task {task_id} is not in the store")),
         };
-        let mut history = documents
+        // Newest first, each read only once the window still has room for
+        // it: a full window never parses what it leaves out.
+        let mut unreadable = None;
+        let newest_first = unstored
             .iter()
-            .map(|document| serde_json::from_str::<Message>(document))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| format!("a stored message is unreadable: {error}"))?;
-        history.extend(unstored.iter().cloned());
-        let (transcript, filled) = fit(&history, budget_tokens);
-        if filled || whole {
-            return Ok(transcript);
+            .rev()
+            .map(|message| Ok(Seen::of(message)))
+            .chain(documents.iter().rev().map(|document| Seen::parse(document)))
+            .map_while(|seen| seen.map_err(|error| unreadable = Some(error)).ok());
+        let fitted = fit(newest_first, budget_tokens);
+        if let Some(error) = unreadable {
+            return Err(format!("a stored message is unreadable: {error}"));
         }
-        limit = limit.saturating_mul(4);
+        if fitted.filled || whole {
+            return Ok(fitted.transcript);
+        }
+        limit = next_read(limit, fitted.used_tokens, budget_tokens);
     }
 }
 
-/// [`transcript`], and whether the window filled up before the oldest of
-/// `history` (so older messages would not fit either).
-fn fit(history: &[Message], budget_tokens: u64) -> (Transcript, bool) {
+/// The conversation of `newest_first` (the newest message first; `None`
+/// for one the model does not see) fitted to `budget_tokens`, and whether
+/// the window filled up before the oldest of them (so older messages would
+/// not fit either).
+fn fit(newest_first: impl Iterator<Item = Option<Seen>>, budget_tokens: u64) -> Fitted {
     // Read newest first, one turn (a participant's message and everything
     // after it) at a time; keep whole turns while they fit.
-    let mut turns: Vec<Vec<&Message>> = Vec::new();
-    let mut current: Vec<&Message> = Vec::new();
+    let mut turns: Vec<Vec<Seen>> = Vec::new();
+    let mut current: Vec<Seen> = Vec::new();
     let mut used = 0u64;
     let mut filled = false;
-    for message in history.iter().rev() {
-        let Some(entry) = Seen::of(message) else {
+    for entry in newest_first {
+        let Some(entry) = entry else {
             continue;
         };
-        current.push(message);
         used = used.saturating_add(entry.estimated_tokens());
-        if entry.starts_turn() {
+        let starts_turn = entry.starts_turn();
+        current.push(entry);
+        if starts_turn {
             let first_turn = turns.is_empty();
             if !first_turn && used > budget_tokens {
                 filled = true;
@@ -223,22 +250,48 @@ fn fit(history: &[Message], budget_tokens: u64) -> (Transcript, bool) {
     // Over budget with a whole turn kept: older turns cannot fit either. (A
     // slice that holds no turn's start yet cuts the current turn: read on.)
     filled |= used > budget_tokens && whole_turns;
-    let ordered: Vec<&Message> = turns
+    let ordered = turns
         .into_iter()
         .rev()
-        .flat_map(|turn| turn.into_iter().rev())
-        .collect();
-    (assemble(&ordered), filled)
+        .flat_map(|turn| turn.into_iter().rev());
+    Fitted {
+        transcript: assemble(ordered),
+        filled,
+        used_tokens: used,
+    }
+}
+
+/// What [`fit`] made of the messages it was given.
+struct Fitted {
+    transcript: Transcript,
+    /// The window filled before the oldest of them.
+    filled: bool,
+    /// The tokens of the messages it went through.
+    used_tokens: u64,
+}
+
+/// How many of the newest messages to read next, when `read` of them took
+/// `used_tokens` of a window of `budget_tokens` and left room: as many as
+/// messages of their size would fill it, with a quarter more, so that one
+/// more read mostly does (between 1.25 and 16 times as many).
+fn next_read(read: usize, used_tokens: u64, budget_tokens: u64) -> usize {
+    let least = read.saturating_add(read / 4).max(read + 1);
+    let most = read.saturating_mul(16);
+    if used_tokens == 0 {
+        return most;
+    }
+    let wanted = u128::from(budget_tokens) * 5 / 4 * read as u128 / u128::from(used_tokens) + 1;
+    usize::try_from(wanted).unwrap_or(most).clamp(least, most)
 }
 
 /// Turn the kept messages, oldest first, into chat messages.
-fn assemble(messages: &[&Message]) -> Transcript {
+fn assemble(messages: impl Iterator<Item = Seen>) -> Transcript {
     let mut out = Vec::new();
     // Calls of the latest tool-call message still waiting for results.
     let mut waiting: Vec<ToolCall> = Vec::new();
-    for message in messages {
-        match Seen::of(message) {
-            Some(Seen::User(text)) => {
+    for seen in messages {
+        match seen {
+            Seen::User(text) => {
                 match waiting.iter().position(|call| call.name == ASK_PARTICIPANT) {
                     Some(at) => {
                         let call = waiting.remove(at);
@@ -256,12 +309,12 @@ fn assemble(messages: &[&Message]) -> Transcript {
                 // the transcript, which providers accept as history.
                 waiting.clear();
             }
-            Some(Seen::Reply(text)) => out.push(ChatMessage::Assistant {
+            Seen::Reply(text) => out.push(ChatMessage::Assistant {
                 content: text,
                 tool_calls: Vec::new(),
                 reasoning: None,
             }),
-            Some(Seen::Calls { text, calls }) => {
+            Seen::Calls { text, calls } => {
                 waiting = calls.clone();
                 out.push(ChatMessage::Assistant {
                     content: text,
@@ -269,11 +322,10 @@ fn assemble(messages: &[&Message]) -> Transcript {
                     reasoning: None,
                 });
             }
-            Some(Seen::Result(output)) => {
+            Seen::Result(output) => {
                 waiting.retain(|call| call.id != output.call_id);
                 out.push(ChatMessage::Tool(output));
             }
-            None => {}
         }
     }
     Transcript {
@@ -292,14 +344,31 @@ enum Seen {
 
 impl Seen {
     fn of(message: &Message) -> Option<Seen> {
-        if message.metadata.contains_key(HARNESS_KEY) {
+        Seen::from_view(MessageView {
+            role: message.role,
+            harness: message.metadata.contains_key(HARNESS_KEY),
+            stream: message.metadata.get(STREAM_KEY),
+            parts: &message.parts,
+        })
+    }
+
+    /// A stored message's JSON, read only as far as the model needs it.
+    fn parse(document: &str) -> Result<Option<Seen>, serde_json::Error> {
+        let stored: StoredView = serde_json::from_str(document)?;
+        Ok(Seen::from_view(MessageView {
+            role: stored.role,
+            harness: stored.metadata.harness.is_some(),
+            stream: stored.metadata.stream.as_ref(),
+            parts: &stored.parts,
+        }))
+    }
+
+    fn from_view(message: MessageView<'_>) -> Option<Seen> {
+        if message.harness {
             return None;
         }
-        let text = text_of(message);
-        match (
-            message.role,
-            message.metadata.get(STREAM_KEY).and_then(Value::as_str),
-        ) {
+        let text = text_of(&message);
+        match (message.role, message.stream.and_then(Value::as_str)) {
             (MessageRole::Agent, Some(TOOL_CALL)) => Some(Seen::Calls {
                 text,
                 calls: message
@@ -359,18 +428,57 @@ fn content_text(value: &Value) -> String {
 
 /// The text parts of a message, joined by newlines; its data parts as JSON
 /// (a participant may send structured content).
-fn text_of(message: &Message) -> String {
+fn text_of(message: &MessageView<'_>) -> String {
     let mut pieces: Vec<String> = Vec::new();
-    for part in &message.parts {
+    for part in message.parts {
         if let Some(text) = part.as_text() {
             pieces.push(text.to_owned());
         } else if let Some(data) = part.as_data()
-            && message.metadata.get(STREAM_KEY).is_none()
+            && message.stream.is_none()
         {
             pieces.push(data.to_string());
         }
     }
     pieces.join("\n")
+}
+
+/// What [`Seen`] reads of a message, whole or stored.
+struct MessageView<'a> {
+    role: MessageRole,
+    /// Whether it carries the `harness` key.
+    harness: bool,
+    /// Its `stream` value, if it has the key.
+    stream: Option<&'a Value>,
+    parts: &'a [Part],
+}
+
+/// A stored message as far as a transcript reads it: the rest of its
+/// metadata (a reply's trace above all, a tree the model never sees) is
+/// skipped, not built.
+#[derive(Deserialize)]
+struct StoredView {
+    role: MessageRole,
+    #[serde(default)]
+    parts: Vec<Part>,
+    #[serde(default)]
+    metadata: StoredMarks,
+}
+
+#[derive(Default, Deserialize)]
+struct StoredMarks {
+    #[serde(default, deserialize_with = "present")]
+    harness: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    stream: Option<Value>,
+}
+
+/// A key that is there, whatever its value (`null` included).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 /// A live-only `WORKING` update of `record` saying `text` (a text delta, or
@@ -557,5 +665,82 @@ mod tests {
                 .count();
             assert_eq!(calls, results, "budget {budget}");
         }
+    }
+
+    /// A read parses the newest messages only as far as the window takes
+    /// them: an older message is never parsed (here it could not be).
+    #[tokio::test]
+    async fn a_read_parses_only_what_the_window_takes() {
+        use crate::store::{Created, Head, MemoryStore, StoredMessage, TaskWrite};
+        let mut messages: Vec<StoredMessage> = (0..40u64)
+            .map(|position| {
+                let message = if position % 2 == 0 {
+                    user(&format!("question {position}"))
+                } else {
+                    reply(&format!("answer {position}"))
+                };
+                StoredMessage {
+                    position,
+                    message_id: message.message_id.clone(),
+                    document: serde_json::to_string(&message).expect("JSON"),
+                }
+            })
+            .collect();
+        messages[0].document = "{ not a message".into();
+        let store = MemoryStore::new();
+        let write = TaskWrite {
+            task_id: "t".into(),
+            created: Some(Created {
+                created_by: None,
+                parent_id: None,
+            }),
+            head: Head {
+                context_id: "c".into(),
+                state: "TASK_STATE_INPUT_REQUIRED".into(),
+                terminal: false,
+                active: false,
+                status_at_ms: 0,
+                status_changed: true,
+                document: "{}".into(),
+            },
+            entries: Vec::new(),
+            messages,
+            artifacts: Vec::new(),
+            participants: Some(Vec::new()),
+        };
+        store.commit(vec![write]).await.expect("stored");
+
+        let newest = user("and now?");
+        let read_back = read(&store, "t", 60, vec![newest]).await.expect("read");
+        let texts: Vec<&str> = read_back
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                ChatMessage::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts.last(), Some(&"and now?"), "the unstored message last");
+        assert!(texts.len() < 20, "only what fits: {texts:?}");
+
+        let everything = read(&store, "t", u64::MAX, Vec::new()).await;
+        assert!(
+            everything
+                .as_ref()
+                .is_err_and(|error| error.contains("unreadable")),
+            "{everything:?}"
+        );
+    }
+
+    #[test]
+    fn a_window_with_room_reads_about_what_fills_it_next() {
+        // 64 messages took 870 tokens of 1,024: about 75 would fill it.
+        let next = next_read(64, 870, 1024);
+        assert!((76..=100).contains(&next), "{next}");
+        // Messages that took nothing, or a window without end: the most.
+        assert_eq!(next_read(64, 0, 1024), 1024);
+        assert_eq!(next_read(64, 10, u64::MAX), 1024);
+        // Never fewer than a quarter more.
+        assert_eq!(next_read(64, 2000, 1024), 80);
     }
 }
