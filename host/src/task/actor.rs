@@ -573,7 +573,7 @@ impl TaskActor {
     fn start_model_turn(&mut self) {
         // The approval and the turn's message id come from the record and
         // the actor: what a model turn needs of the task is taken now.
-        let unstored = self.journal.unstored_messages(&self.record).to_vec();
+        let unstored = self.journal.unstored_messages(&self.record);
         let turn = ModelTurn::prepare(
             &self.env,
             &self.record,

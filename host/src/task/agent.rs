@@ -27,9 +27,8 @@ use super::env::Env;
 use super::job::{Answer, Link, Record, TurnEnd, TurnOutput};
 use super::state::{ApprovalDecision, Lifecycle, TaskRecord, Turn, TurnWork};
 use super::tools::{Called, ToolRun, Toolbox, denied};
-use super::transcript::{self, Transcript};
+use super::transcript::{self, Transcript, Unstored};
 use super::turn::hook_failure;
-use crate::a2a::types::Message;
 use crate::commands::CommandRegistry;
 use crate::domain::{
     ChatMessage, Effort, LlmContext, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
@@ -50,7 +49,7 @@ pub(crate) struct ModelTurn {
     budget: u64,
     /// The newest messages, which the store does not have yet (a message
     /// whose acceptance waits for the turn's commit).
-    unstored: Vec<Message>,
+    unstored: Unstored,
 }
 
 impl ModelTurn {
@@ -120,16 +119,13 @@ impl ModelTurn {
             store: Arc::clone(&env.store),
             task_id: record.id.clone(),
             budget,
-            unstored: Vec::new(),
+            unstored: Unstored::default(),
         }
     }
 
-    /// The turn's conversation ends with `messages`, which are not stored yet.
-    pub(crate) fn with_unstored(self, messages: Vec<Message>) -> Self {
-        ModelTurn {
-            unstored: messages,
-            ..self
-        }
+    /// The turn's conversation ends with `unstored`, not stored yet.
+    pub(crate) fn with_unstored(self, unstored: Unstored) -> Self {
+        ModelTurn { unstored, ..self }
     }
 
     /// Read what fits the model's window from the store (everything before

@@ -8,8 +8,9 @@
 
 use super::events::Sequenced;
 use super::state::{Applied, Change, Lifecycle, TaskRecord};
+use super::transcript::Unstored;
 use crate::a2a::error::A2aError;
-use crate::a2a::types::{Message, StreamResponse, TaskState, Timestamp};
+use crate::a2a::types::{StreamResponse, TaskState, Timestamp};
 use crate::store::{
     Created, Head, LogEntry, StoredArtifact, StoredEvent, StoredMessage, TaskWrite,
 };
@@ -126,8 +127,11 @@ impl Journal {
     }
 
     /// The messages of `record` not committed yet.
-    pub(crate) fn unstored_messages<'a>(&self, record: &'a TaskRecord) -> &'a [Message] {
-        &record.history[self.first_unstored(record)..]
+    pub(crate) fn unstored_messages(&self, record: &TaskRecord) -> Unstored {
+        Unstored {
+            messages: record.history[self.first_unstored(record)..].to_vec(),
+            whole: self.history_stored == 0,
+        }
     }
 
     /// Where the uncommitted messages start in `record`'s history: the

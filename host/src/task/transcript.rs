@@ -165,6 +165,14 @@ pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript 
     whole
 }
 
+/// The newest messages of a conversation, which the store does not have yet.
+#[derive(Debug, Default)]
+pub(crate) struct Unstored {
+    pub(crate) messages: Vec<Message>,
+    /// They are the whole history (a new task's): nothing to read.
+    pub(crate) whole: bool,
+}
+
 /// How many of the newest messages a transcript read from the store starts
 /// with; while the window has room for more, it reads as many as should
 /// fill it ([`next_read`]).
@@ -178,8 +186,15 @@ pub(crate) async fn read(
     store: &dyn TaskStore,
     task_id: &str,
     budget_tokens: u64,
-    unstored: Vec<Message>,
+    unstored: Unstored,
 ) -> Result<Transcript, String> {
+    let Unstored {
+        messages: unstored,
+        whole: nothing_stored,
+    } = unstored;
+    if nothing_stored {
+        return Ok(fit(unstored.iter().rev().map(Seen::of), budget_tokens).transcript);
+    }
     let mut limit = FIRST_READ;
     loop {
         let stored = store
@@ -711,7 +726,11 @@ mod tests {
         store.commit(vec![write]).await.expect("stored");
 
         let newest = user("and now?");
-        let read_back = read(&store, "t", 60, vec![newest]).await.expect("read");
+        let unstored = Unstored {
+            messages: vec![newest],
+            whole: false,
+        };
+        let read_back = read(&store, "t", 60, unstored).await.expect("read");
         let texts: Vec<&str> = read_back
             .messages
             .iter()
@@ -723,7 +742,7 @@ mod tests {
         assert_eq!(texts.last(), Some(&"and now?"), "the unstored message last");
         assert!(texts.len() < 20, "only what fits: {texts:?}");
 
-        let everything = read(&store, "t", u64::MAX, Vec::new()).await;
+        let everything = read(&store, "t", u64::MAX, Unstored::default()).await;
         assert!(
             everything
                 .as_ref()

@@ -25,6 +25,8 @@ struct Metered {
     history_read: AtomicUsize,
     /// The messages each commit stored, in commit order.
     commits: Mutex<Vec<usize>>,
+    /// Tasks read back whole (with history).
+    loads: AtomicUsize,
 }
 
 impl Metered {
@@ -63,6 +65,7 @@ impl TaskStore for Metered {
         self.inner.commit(writes)
     }
     fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             let loaded = self.inner.load(id, history).await?;
             let bytes: usize = loaded
@@ -288,6 +291,11 @@ async fn a_quick_turn_stores_its_message_with_its_reply_unless_someone_watches()
         store.take_commits(),
         [2],
         "created with its message and reply"
+    );
+    assert_eq!(
+        store.loads.swap(0, Ordering::SeqCst),
+        0,
+        "a first turn has nothing to read back"
     );
     let parked = send(&service, "alice", say(Some(&task.id), "again"))
         .await
