@@ -130,7 +130,7 @@ impl Journal {
     pub(crate) fn unstored_messages(&self, record: &TaskRecord) -> Unstored {
         Unstored {
             messages: record.history[self.first_unstored(record)..].to_vec(),
-            whole: self.history_stored == 0,
+            whole_history: self.history_stored == 0,
         }
     }
 

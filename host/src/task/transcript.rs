@@ -170,7 +170,7 @@ pub(crate) fn transcript(history: &[Message], budget_tokens: u64) -> Transcript 
 pub(crate) struct Unstored {
     pub(crate) messages: Vec<Message>,
     /// They are the whole history (a new task's): nothing to read.
-    pub(crate) whole: bool,
+    pub(crate) whole_history: bool,
 }
 
 /// How many of the newest messages a transcript read from the store starts
@@ -190,9 +190,9 @@ pub(crate) async fn read(
 ) -> Result<Transcript, String> {
     let Unstored {
         messages: unstored,
-        whole: nothing_stored,
+        whole_history,
     } = unstored;
-    if nothing_stored {
+    if whole_history {
         return Ok(fit(unstored.iter().rev().map(Seen::of), budget_tokens).transcript);
     }
     let mut limit = FIRST_READ;
@@ -201,15 +201,9 @@ pub(crate) async fn read(
             .load(task_id.to_owned(), Some(limit))
             .await
             .map_err(|error| error.to_string())?;
-        // A new task whose first message is not stored yet is not either.
-        let (documents, whole) = match &stored {
-            Some(stored) => (
-                stored.history.as_slice(),
-                stored.history.len() as u64 >= stored.history_len,
-            ),
-            None if !unstored.is_empty() => (&[][..], true),
-            None => return Err(format!("task {task_id} is not in the store")),
-        };
+        let stored = stored.ok_or_else(|| format!("task {task_id} is not in the store"))?;
+        let documents = stored.history.as_slice();
+        let whole = documents.len() as u64 >= stored.history_len;
         // Newest first, each read only once the window still has room for
         // it: a full window never parses what it leaves out.
         let mut unreadable = None;
@@ -728,7 +722,7 @@ mod tests {
         let newest = user("and now?");
         let unstored = Unstored {
             messages: vec![newest],
-            whole: false,
+            whole_history: false,
         };
         let read_back = read(&store, "t", 60, unstored).await.expect("read");
         let texts: Vec<&str> = read_back
