@@ -246,12 +246,16 @@ async fn a_conversation_resumes_by_id() {
     let terminal = Terminal::start(&served, &["--as", "alice", &id]);
     terminal.wait_for("you   › remember me");
     terminal.wait_for("agent › You said: remember me");
-    terminal.wait_for(&format!(
+    let waiting = format!(
         "── waiting for your next message · {} ──",
         short_id(&id)
-    ));
+    );
+    terminal.wait_for(&waiting);
     terminal.enter("and more");
     terminal.wait_for("agent › You said: and more");
+    // The reply is shown as it streams, before the turn's end is stored:
+    // the turn's end (the second wait line) comes after its commit.
+    terminal.wait_for_times(&waiting, 2);
     let history = alice.get_task(&id).await["history"]
         .as_array()
         .expect("history")
