@@ -246,10 +246,7 @@ async fn a_conversation_resumes_by_id() {
     let terminal = Terminal::start(&served, &["--as", "alice", &id]);
     terminal.wait_for("you   › remember me");
     terminal.wait_for("agent › You said: remember me");
-    let waiting = format!(
-        "── waiting for your next message · {} ──",
-        short_id(&id)
-    );
+    let waiting = format!("── waiting for your next message · {} ──", short_id(&id));
     terminal.wait_for(&waiting);
     terminal.enter("and more");
     terminal.wait_for("agent › You said: and more");
