@@ -118,7 +118,12 @@ impl TaskStore for Metered {
 /// The offline model with a window of `window` tokens, under every name
 /// the test settings select.
 fn windowed_models(window: u64) -> Models {
-    let model: Arc<dyn crate::model::Model> = Arc::new(OfflineModel::new());
+    every_model_is(Arc::new(OfflineModel::new()), window)
+}
+
+/// `model` with a window of `window` tokens, under every name the test
+/// settings select.
+fn every_model_is(model: Arc<dyn crate::model::Model>, window: u64) -> Models {
     let entries: BTreeMap<String, ModelEntry> = settings()
         .selectable_models
         .iter()
@@ -351,22 +356,10 @@ impl crate::model::Model for Held {
 }
 
 fn held_models(gate: &Arc<tokio::sync::Semaphore>) -> Models {
-    let model: Arc<dyn crate::model::Model> = Arc::new(Held {
+    let held = Held {
         gate: Arc::clone(gate),
-    });
-    let entries: BTreeMap<String, ModelEntry> = settings()
-        .selectable_models
-        .iter()
-        .map(|name| {
-            let entry = ModelEntry {
-                model: Arc::clone(&model),
-                context_window: 100_000,
-                max_output_tokens: None,
-            };
-            (name.clone(), entry)
-        })
-        .collect();
-    Models::new(entries, settings().default_model).expect("the default is selectable")
+    };
+    every_model_is(Arc::new(held), 100_000)
 }
 
 /// A turn that outlasts `accept_commit_delay` does not keep its message
