@@ -171,7 +171,8 @@ async fn a_turn_whose_worker_is_killed_is_retried_on_another_worker_and_complete
         TaskState::InputRequired,
         "{answered:#?}"
     );
-    let reply = answered.history.last().expect("a reply");
+    let history = answered.history.to_messages().expect("readable");
+    let reply = history.last().expect("a reply");
     assert!(
         reply.parts[0]
             .as_text()

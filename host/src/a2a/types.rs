@@ -24,15 +24,17 @@
 //! where the specification wants a field always present (`ListTasksResponse.nextPageToken`,
 //! required arrays of the Agent Card) or where a client is better served by an explicit value.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::error::A2aError;
 
@@ -977,8 +979,11 @@ pub struct Task {
     #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
     pub artifacts: Vec<Artifact>,
     /// The messages of the task, oldest first. Omitted when empty (`historyLength: 0`).
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub history: Vec<Message>,
+    #[serde(
+        skip_serializing_if = "History::is_empty",
+        deserialize_with = "nullable"
+    )]
+    pub history: History,
     /// Custom metadata, e.g. the status extension's `sub_state`.
     #[serde(
         skip_serializing_if = "Metadata::is_empty",
@@ -1923,6 +1928,190 @@ fn readable_decode_error(path: &str, serde_message: &str) -> A2aError {
         }
     } else {
         invalid(path, format!("{path}: {serde_message}"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// History
+// ---------------------------------------------------------------------------------------------
+
+/// A task's messages, oldest first, as an answer carries them.
+///
+/// The store keeps each message as the JSON text the harness serialized it
+/// to. An answer whose older messages are read back from the store keeps them
+/// as that text, and a JSON answer copies it as it is: answering with a long
+/// history (A2A's default when `historyLength` is unset) costs a copy per
+/// message, not a parse into a tree of values and a serialization back.
+/// Whatever needs a message's fields parses it then ([`History::iter`]).
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Parsed(Message),
+    /// A message as the store keeps it: JSON text the harness serialized
+    /// from a [`Message`], so it is already the message's wire form.
+    Stored(Box<RawValue>),
+}
+
+impl History {
+    /// Messages as the store keeps them (each one's JSON text).
+    ///
+    /// Checks that each is JSON, not that it is a message: the store holds
+    /// only what the harness wrote.
+    pub fn from_stored(documents: Vec<String>) -> Result<Self, serde_json::Error> {
+        let entries = documents
+            .into_iter()
+            .map(|document| RawValue::from_string(document).map(Entry::Stored))
+            .collect::<Result<_, _>>()?;
+        Ok(History { entries })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Keeps only the newest `length` messages.
+    pub fn keep_newest(&mut self, length: usize) {
+        let drop = self.entries.len().saturating_sub(length);
+        self.entries.drain(..drop);
+    }
+
+    /// Each message, parsed from the store's text where it came from there.
+    pub fn iter(&self) -> impl Iterator<Item = Result<Cow<'_, Message>, serde_json::Error>> + '_ {
+        self.entries.iter().map(|entry| match entry {
+            Entry::Parsed(message) => Ok(Cow::Borrowed(message)),
+            Entry::Stored(text) => serde_json::from_str(text.get()).map(Cow::Owned),
+        })
+    }
+
+    /// The messages, parsed.
+    pub fn to_messages(&self) -> Result<Vec<Message>, serde_json::Error> {
+        self.iter()
+            .map(|message| message.map(Cow::into_owned))
+            .collect()
+    }
+}
+
+impl From<Vec<Message>> for History {
+    fn from(messages: Vec<Message>) -> Self {
+        messages.into_iter().collect()
+    }
+}
+
+impl FromIterator<Message> for History {
+    fn from_iter<I: IntoIterator<Item = Message>>(messages: I) -> Self {
+        History {
+            entries: messages.into_iter().map(Entry::Parsed).collect(),
+        }
+    }
+}
+
+/// Two histories are equal when their messages are, however each is held.
+impl PartialEq for History {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self.iter().zip(other.iter()).all(|pair| match pair {
+                (Ok(mine), Ok(theirs)) => mine == theirs,
+                _ => false,
+            })
+    }
+}
+
+impl Serialize for History {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.entries.len()))?;
+        for entry in &self.entries {
+            match entry {
+                Entry::Parsed(message) => seq.serialize_element(message)?,
+                Entry::Stored(text) => seq.serialize_element(text)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for History {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Message>::deserialize(deserializer).map(History::from)
+    }
+}
+
+#[cfg(test)]
+mod history_tests {
+    use super::*;
+
+    fn message(id: &str, text: &str) -> Message {
+        Message {
+            message_id: id.into(),
+            role: Role::Agent,
+            parts: vec![Part::text(text)],
+            ..Message::default()
+        }
+    }
+
+    fn stored(messages: &[Message]) -> History {
+        let documents = messages
+            .iter()
+            .map(|m| serde_json::to_string(m).expect("serializes"))
+            .collect();
+        History::from_stored(documents).expect("stored text is JSON")
+    }
+
+    #[test]
+    fn stored_messages_serialize_as_the_parsed_ones_do() {
+        let messages = vec![message("a", "one \"quoted\"\n"), message("b", "two")];
+        let parsed = History::from(messages.clone());
+        let from_store = stored(&messages);
+        assert_eq!(
+            serde_json::to_string(&from_store).expect("serializes"),
+            serde_json::to_string(&parsed).expect("serializes")
+        );
+        assert_eq!(from_store, parsed);
+        assert_eq!(from_store.to_messages().expect("parses"), messages);
+        // The JSON-value path (the gRPC binding converts through it) reads the text too.
+        assert_eq!(
+            serde_json::to_value(&from_store).expect("to a value"),
+            serde_json::to_value(&messages).expect("to a value")
+        );
+    }
+
+    #[test]
+    fn keeping_the_newest_drops_the_oldest() {
+        let mut history = stored(&[message("a", "1"), message("b", "2"), message("c", "3")]);
+        history.keep_newest(2);
+        let ids: Vec<String> = history
+            .to_messages()
+            .expect("parses")
+            .into_iter()
+            .map(|m| m.message_id)
+            .collect();
+        assert_eq!(ids, ["b", "c"]);
+        history.keep_newest(5);
+        assert_eq!(history.len(), 2);
+        history.keep_newest(0);
+        assert!(history.is_empty());
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_refused_at_once() {
+        assert!(History::from_stored(vec!["{\"messageId\":".into()]).is_err());
+    }
+
+    #[test]
+    fn a_stored_message_that_is_not_a_message_fails_when_parsed() {
+        let history = History::from_stored(vec!["[1, 2]".into()]).expect("JSON");
+        assert!(history.to_messages().is_err());
+        assert_ne!(
+            history,
+            History::from_stored(vec!["[1, 2]".into()]).expect("JSON")
+        );
     }
 }
 

@@ -211,8 +211,13 @@ impl Session {
         if skipped > 0 {
             out.push_str(&format!("   ({skipped} earlier messages)\n"));
         }
-        for message in &task.history[skipped..] {
-            out.push_str(&render::message(message));
+        for message in task.history.iter().skip(skipped) {
+            match message {
+                Ok(message) => out.push_str(&render::message(&message)),
+                Err(error) => out.push_str(&format!(
+                    "   (a message this client cannot read: {error})\n"
+                )),
+            }
         }
         if let Some(subtasks) = render::subtasks(&task) {
             out.push_str(&subtasks);

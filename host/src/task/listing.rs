@@ -51,7 +51,7 @@ pub(crate) async fn list(
     };
     let tasks = page
         .tasks
-        .iter()
+        .into_iter()
         .map(|stored| render(stored, request))
         .collect::<Result<_, _>>()?;
     Ok(ListTasksResponse {
@@ -62,9 +62,9 @@ pub(crate) async fn list(
     })
 }
 
-fn render(stored: &StoredTask, request: &ListTasksRequest) -> Result<Task, A2aError> {
-    let record = TaskRecord::from_stored(stored).map_err(A2aError::Internal)?;
-    let mut rendered = record.to_task(request.history_length);
+fn render(stored: StoredTask, request: &ListTasksRequest) -> Result<Task, A2aError> {
+    let mut rendered =
+        TaskRecord::render_stored(stored, request.history_length).map_err(A2aError::Internal)?;
     // Spec 3.1.4: without includeArtifacts the field is omitted entirely.
     if request.include_artifacts != Some(true) {
         rendered.artifacts.clear();

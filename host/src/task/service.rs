@@ -46,16 +46,16 @@ use super::suggest::{self, Completion};
 use crate::a2a::error::A2aError;
 use crate::a2a::types::{
     CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
-    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
-    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    TaskPushNotificationConfig, Timestamp,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, History,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, SendMessageResponse,
+    StreamResponse, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, Timestamp,
 };
 use crate::commands::{CommandRegistry, Registries};
 use crate::domain::{Participant, Role};
 use crate::model::Models;
 use crate::push::{PushSettings, Pusher, Viewer};
-use crate::store::{MemoryStore, MessageLookup, TaskStore};
+use crate::store::{MemoryStore, MessageLookup, StoredTask, TaskStore};
 
 /// The authenticated participant behind a request. Bindings resolve it
 /// (bearer token, or on loopback the self-asserted `X-Participant-Id`
@@ -424,8 +424,8 @@ impl TaskService {
         // that does not exist.
         let head = self.head(&request.id).await?;
         access::visible(&head, &caller.id, &self.inner.env.settings.admins)?;
-        let record = self.load(&request.id, history).await?;
-        Ok(record.to_task(request.history_length))
+        let stored = self.load_stored(&request.id, history).await?;
+        TaskRecord::render_stored(stored, request.history_length).map_err(A2aError::Internal)
     }
 
     /// `ListTasks`: the caller's tasks (every task for an admin), filtered
@@ -461,7 +461,8 @@ impl TaskService {
         #[cfg(feature = "temporal")]
         if let Some(temporal) = self.temporal() {
             temporal.cancel(&request.id, &caller.id).await?;
-            return Ok(self.load(&request.id, None).await?.to_task(None));
+            let stored = self.load_stored(&request.id, None).await?;
+            return TaskRecord::render_stored(stored, None).map_err(A2aError::Internal);
         }
         let by = Canceller::Participant(caller.id.clone());
         let rendered = self
@@ -690,14 +691,10 @@ impl TaskService {
             .await
             .map_err(A2aError::from)?
             .ok_or_else(|| access::not_found(&task.id))?;
-        let history = stored
-            .history
-            .iter()
-            .map(|document| serde_json::from_str(document))
-            .collect::<Result<_, _>>()
-            .map_err(|error| {
-                A2aError::Internal(format!("a stored message is unreadable: {error}"))
-            })?;
+        // Kept as the store's text: the answer copies it unparsed.
+        let history = History::from_stored(stored.history).map_err(|error| {
+            A2aError::Internal(format!("a stored message is unreadable: {error}"))
+        })?;
         Ok(Task { history, ..task })
     }
 
@@ -900,15 +897,24 @@ impl TaskService {
         task_id: &str,
         history: Option<usize>,
     ) -> Result<TaskRecord, A2aError> {
-        let stored = self
-            .inner
+        let stored = self.load_stored(task_id, history).await?;
+        TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
+    }
+
+    /// What the store holds of task `task_id`, with at most `history`
+    /// recent messages, unparsed.
+    async fn load_stored(
+        &self,
+        task_id: &str,
+        history: Option<usize>,
+    ) -> Result<StoredTask, A2aError> {
+        self.inner
             .env
             .store
             .load(task_id.to_owned(), history)
             .await
             .map_err(A2aError::from)?
-            .ok_or_else(|| access::not_found(task_id))?;
-        TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
+            .ok_or_else(|| access::not_found(task_id))
     }
 
     /// Task `task_id`'s stored head: no history, no artifacts.

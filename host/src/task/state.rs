@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::events::Sequenced;
 use super::transcript::{self, STREAM_KEY};
 use crate::a2a::types::{
-    Artifact, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
+    Artifact, History, Message, Metadata, Part, Role as MessageRole, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 use crate::domain::{Participant, SubtaskView, TaskView, ToolCall, Usage};
@@ -376,6 +376,25 @@ impl TaskRecord {
         Ok(record)
     }
 
+    /// The task as A2A shows it, straight from what the store read, with at
+    /// most `history_length` recent messages (unset: all). Its history stays
+    /// the store's text (see [`History`]): reading a task to answer with it
+    /// parses its head and artifacts, not its messages.
+    pub(crate) fn render_stored(
+        stored: StoredTask,
+        history_length: Option<i32>,
+    ) -> Result<Task, String> {
+        let mut record = Self::from_head(&stored.head)?;
+        record.artifacts = parse_all(&stored.artifacts, "artifact")?;
+        let history = History::from_stored(stored.history)
+            .map_err(|error| format!("a stored message is unreadable: {error}"))?;
+        let task = Task {
+            history,
+            ..record.to_task(Some(0))
+        };
+        Ok(trim_history(task, history_length))
+    }
+
     /// Whether the history this record holds shows whether the model's
     /// question is open: it is the whole history, or it holds a message the
     /// model saw (the newest of those decides).
@@ -652,7 +671,10 @@ impl TaskRecord {
             context_id: self.context_id.clone(),
             status: self.rendered_status(),
             artifacts: self.artifacts.clone(),
-            history: recent(&self.history, history_length).to_vec(),
+            history: recent(&self.history, history_length)
+                .iter()
+                .cloned()
+                .collect(),
             metadata: self.metadata(),
         }
     }
@@ -774,8 +796,10 @@ pub(crate) fn recent(history: &[Message], length: Option<i32>) -> &[Message] {
 
 /// Drops all but the last `length` messages of `task`'s history.
 pub(crate) fn trim_history(mut task: Task, length: Option<i32>) -> Task {
-    let keep = recent(&task.history, length).len();
-    task.history.drain(..task.history.len() - keep);
+    if let Some(length) = length {
+        task.history
+            .keep_newest(usize::try_from(length).unwrap_or(0));
+    }
     task
 }
 
@@ -828,7 +852,11 @@ mod tests {
         let rendered = task.to_task(None);
         assert_eq!(rendered.metadata[SUB_STATE_KEY], "awaiting-answer");
         // The history keeps the reply without the transient sub-state.
-        assert!(rendered.history[0].metadata.is_empty());
+        assert!(
+            rendered.history.to_messages().expect("readable")[0]
+                .metadata
+                .is_empty()
+        );
 
         let applied = task.apply(Change::Status(StatusChange::working()), now());
         assert_eq!(

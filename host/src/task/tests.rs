@@ -516,7 +516,10 @@ async fn history_length_limits_the_history_returned() {
     };
     let last_one = send(&service, "alice", with_length(1)).await.expect("sent");
     assert_eq!(last_one.history.len(), 1);
-    assert_eq!(last_one.history[0].role, MessageRole::Agent);
+    assert_eq!(
+        last_one.history.to_messages().expect("readable")[0].role,
+        MessageRole::Agent
+    );
 
     let read = |length| GetTaskRequest {
         id: task.id.clone(),
@@ -545,7 +548,10 @@ async fn history_length_limits_the_history_returned() {
         .get_task(&alice, read(Some(2)))
         .await
         .expect("reads");
-    assert_eq!(two.history[0].parts[0].as_text(), Some("three"));
+    assert_eq!(
+        two.history.to_messages().expect("readable")[0].parts[0].as_text(),
+        Some("three")
+    );
 }
 
 // --- Hooks -----------------------------------------------------------------------------------

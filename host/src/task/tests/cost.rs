@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::*;
 use crate::model::{ModelEntry, OfflineModel};
@@ -27,6 +27,9 @@ struct Metered {
     commits: Mutex<Vec<usize>>,
     /// Tasks read back whole (with history).
     loads: AtomicUsize,
+    /// Hand out each history message pretty-printed, as no serializer of
+    /// the harness writes it: an answer that shows it so copied the text.
+    pretty_history: AtomicBool,
 }
 
 impl Metered {
@@ -67,7 +70,13 @@ impl TaskStore for Metered {
     fn load(&self, id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
-            let loaded = self.inner.load(id, history).await?;
+            let mut loaded = self.inner.load(id, history).await?;
+            if self.pretty_history.load(Ordering::SeqCst) {
+                for document in loaded.iter_mut().flat_map(|task| &mut task.history) {
+                    let value: Value = serde_json::from_str(document).expect("stored JSON");
+                    *document = serde_json::to_string_pretty(&value).expect("serializes");
+                }
+            }
             let bytes: usize = loaded
                 .iter()
                 .flat_map(|task| &task.history)
@@ -262,12 +271,62 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
         .await
         .expect("task");
     assert_eq!(got.history.len(), 1);
-    let returned = serde_json::to_string(&got.history[0]).expect("json").len();
+    let returned = serde_json::to_string(&got.history.to_messages().expect("readable")[0])
+        .expect("json")
+        .len();
     let (_, read) = store.take();
     assert!(
         read <= returned + 64,
         "GetTask read {read} bytes of history to return {returned}"
     );
+}
+
+/// An answer with the whole history (A2A's default without
+/// `historyLength`) copies each stored message as the store keeps it: it
+/// neither parses it nor serializes it again, so a long history costs a
+/// copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_copies_the_stored_history_unparsed() {
+    let store = Arc::new(Metered::default());
+    let service = metered_service(&store, offline_models(&settings()));
+    let task = start(&service, "alice", "hello").await;
+    for n in 0..3 {
+        send(
+            &service,
+            "alice",
+            say(Some(&task.id), &format!("again {n}")),
+        )
+        .await
+        .expect("sent");
+    }
+    store.pretty_history.store(true, Ordering::SeqCst);
+    let answered = send(&service, "alice", say(Some(&task.id), "last"))
+        .await
+        .expect("sent");
+    let request = GetTaskRequest {
+        id: task.id.clone(),
+        ..Default::default()
+    };
+    let got = service
+        .get_task(&who("alice"), request)
+        .await
+        .expect("task");
+    for task in [answered, got] {
+        let json = serde_json::to_string(&task).expect("serializes");
+        assert_eq!(
+            json.matches("\n  \"messageId\": ").count(),
+            10,
+            "every message as the store formatted it: {json}"
+        );
+        let texts: Vec<String> = task
+            .history
+            .to_messages()
+            .expect("readable")
+            .iter()
+            .map(message_text)
+            .collect();
+        assert_eq!((texts[0].as_str(), texts[8].as_str()), ("hello", "last"));
+    }
 }
 
 fn metered_service(store: &Arc<Metered>, models: Models) -> TaskService {
@@ -317,7 +376,9 @@ async fn a_quick_turn_stores_its_message_with_its_reply_unless_someone_watches()
         t.status.state == TaskState::InputRequired && t.history.len() == 6
     })
     .await
-    .history;
+    .history
+    .to_messages()
+    .expect("readable");
     assert_eq!(store.take_commits(), [1, 1], "acceptance, then the reply");
 
     // A subscriber sees the message accepted before the turn's reply.

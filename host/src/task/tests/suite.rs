@@ -235,7 +235,13 @@ async fn a_conversation_parks_after_every_turn(engine: Engine) {
     assert_eq!(third.id, id);
     assert_eq!(third.context_id, first.context_id);
     assert_eq!(third.history.len(), 6);
-    for (index, message) in third.history.iter().enumerate() {
+    for (index, message) in third
+        .history
+        .to_messages()
+        .expect("readable")
+        .iter()
+        .enumerate()
+    {
         let expected = if index % 2 == 0 {
             MessageRole::User
         } else {
@@ -250,7 +256,7 @@ async fn a_conversation_parks_after_every_turn(engine: Engine) {
         );
     }
     assert!(
-        third.history[5].parts[0]
+        third.history.to_messages().expect("readable")[5].parts[0]
             .as_text()
             .is_some_and(|t| t.starts_with("You said: third"))
     );
@@ -285,6 +291,8 @@ async fn messages_during_a_turn_wait_their_turn(engine: Engine) {
         .expect("sent");
     let texts: Vec<String> = queued
         .history
+        .to_messages()
+        .expect("readable")
         .iter()
         .map(|m| m.parts[0].as_text().unwrap_or("").to_owned())
         .collect();
@@ -556,9 +564,13 @@ async fn completion_cuts_a_long_turn(engine: Engine) {
         "the cut turn's sender learns how it ended"
     );
     assert!(
-        !cut.history.iter().any(|m| m.parts[0]
-            .as_text()
-            .is_some_and(|t| t.starts_with("Worked"))),
+        !cut.history
+            .to_messages()
+            .expect("readable")
+            .iter()
+            .any(|m| m.parts[0]
+                .as_text()
+                .is_some_and(|t| t.starts_with("Worked"))),
         "the cut turn's output is dropped"
     );
 }
@@ -638,9 +650,14 @@ async fn cancel_cuts_the_running_turn_and_ends_the_task(engine: Engine) {
     let stored = get(&service, "alice", &task.id).await.expect("visible");
     assert_eq!(stored.status.state, TaskState::Canceled);
     assert!(
-        !stored.history.iter().any(|m| m.parts[0]
-            .as_text()
-            .is_some_and(|t| t.starts_with("Worked"))),
+        !stored
+            .history
+            .to_messages()
+            .expect("readable")
+            .iter()
+            .any(|m| m.parts[0]
+                .as_text()
+                .is_some_and(|t| t.starts_with("Worked"))),
         "the cut turn's output is dropped: {stored:#?}"
     );
     assert!(matches!(
@@ -841,7 +858,8 @@ async fn parallel_tool_calls_run_at_once_and_their_results_go_back_in_call_order
         shape(&task)
     );
     // Journaled as they finished: the quick one first.
-    let results: Vec<&Message> = task.history[2..4].iter().collect();
+    let history = task.history.to_messages().expect("readable");
+    let results: Vec<&Message> = history[2..4].iter().collect();
     let call_id = |message: &Message| {
         message.parts[0].as_data().expect("data")["id"]
             .as_str()
@@ -903,8 +921,8 @@ async fn a_spawn_subtask_call_without_a_goal_is_refused_and_delegates_nothing(en
     let service = engine.serve().await;
     let task = within(30, start(&service, "alice", &spawn_calls(&["  "]))).await;
     assert_parked(&task, "awaiting-next-message");
-    let result = task
-        .history
+    let history = task.history.to_messages().expect("readable");
+    let result = history
         .iter()
         .find(|message| message.metadata.get("stream") == Some(&json!("tool-result")))
         .and_then(|message| message.parts[0].as_data())
@@ -1124,7 +1142,13 @@ async fn return_immediately_answers_while_the_turn_runs(engine: Engine) {
     );
     assert_eq!(working.status.state, TaskState::Working, "{working:#?}");
     assert_eq!(
-        working.history.last().map(message_text).as_deref(),
+        working
+            .history
+            .to_messages()
+            .expect("readable")
+            .last()
+            .map(message_text)
+            .as_deref(),
         Some("work for 3 seconds")
     );
     let parked = poll_for(&service, &task.id, |t| {
@@ -1280,7 +1304,12 @@ async fn a_model_turn_cut_by_a_restart_runs_again_and_answers_once(engine: Engin
     );
     // The message once, one reply.
     assert_eq!(
-        done.history.iter().map(|m| m.role).collect::<Vec<_>>(),
+        done.history
+            .to_messages()
+            .expect("readable")
+            .iter()
+            .map(|m| m.role)
+            .collect::<Vec<_>>(),
         [MessageRole::User, MessageRole::Agent].repeat(2),
         "{done:#?}"
     );

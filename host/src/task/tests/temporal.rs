@@ -139,7 +139,14 @@ async fn alternate(engine: &TemporalEngine, first: Arc<dyn TaskStore>, second: A
     }
     for server in [&first, &second] {
         let read = get(server, "alice", &task.id).await.expect("visible");
-        let said: Vec<_> = read.history.iter().step_by(2).map(message_text).collect();
+        let said: Vec<_> = read
+            .history
+            .to_messages()
+            .expect("readable")
+            .iter()
+            .step_by(2)
+            .map(message_text)
+            .collect();
         assert_eq!(said, ["one", "two", "three", "four"]);
         assert_eq!(read.history.len(), 8);
     }
@@ -290,8 +297,8 @@ async fn a_message_resent_after_continue_as_new_is_not_applied_again() {
         .expect("the new run serves the task");
     assert_eq!(next.history.len(), 2 * turns + 2);
     assert_eq!(next.status.state, TaskState::InputRequired);
-    let ids: std::collections::HashSet<_> =
-        next.history.iter().map(|m| m.message_id.as_str()).collect();
+    let history = next.history.to_messages().expect("readable");
+    let ids: std::collections::HashSet<_> = history.iter().map(|m| m.message_id.as_str()).collect();
     assert_eq!(ids.len(), next.history.len(), "every message id is new");
 }
 
@@ -344,7 +351,13 @@ async fn cancel_with_an_update_in_flight_answers_it_and_ends_the_task() {
     );
     let stored = get(service, "alice", &task.id).await.expect("visible");
     assert_eq!(stored.status.state, TaskState::Canceled);
-    let texts: Vec<String> = stored.history.iter().map(message_text).collect();
+    let texts: Vec<String> = stored
+        .history
+        .to_messages()
+        .expect("readable")
+        .iter()
+        .map(message_text)
+        .collect();
     assert!(
         !texts
             .iter()
