@@ -42,6 +42,7 @@ pub(crate) enum Answering {
 /// A task as its actor answers with it: with at most the running turn's
 /// messages as history (the actor holds no more between turns); the
 /// service reads more from the store when the sender asked for more.
+#[derive(Clone)]
 pub(crate) struct Rendered {
     pub(crate) task: Task,
     /// Messages the whole history has.

@@ -384,15 +384,28 @@ impl TaskRecord {
         stored: StoredTask,
         history_length: Option<i32>,
     ) -> Result<Task, String> {
+        Self::with_rendered(stored, history_length).map(|(_, task)| task)
+    }
+
+    /// The record of what the store read, without its history (it knows
+    /// the history's length), and the task rendered as in
+    /// [`Self::render_stored`].
+    pub(crate) fn with_rendered(
+        stored: StoredTask,
+        history_length: Option<i32>,
+    ) -> Result<(Self, Task), String> {
         let mut record = Self::from_head(&stored.head)?;
         record.artifacts = parse_all(&stored.artifacts, "artifact")?;
+        record.history_len = usize::try_from(stored.history_len)
+            .unwrap_or(usize::MAX)
+            .max(stored.history.len());
         let history = History::from_stored(stored.history)
             .map_err(|error| format!("a stored message is unreadable: {error}"))?;
         let task = Task {
             history,
             ..record.to_task(Some(0))
         };
-        Ok(trim_history(task, history_length))
+        Ok((record, trim_history(task, history_length)))
     }
 
     /// Whether the history this record holds shows whether the model's

@@ -156,12 +156,12 @@ impl TemporalFront {
             // The turn ended before the store was looked at again.
             return finished(self.store.as_ref(), task_id, history_length, answered).await;
         }
-        let record = load(self.store.as_ref(), task_id, history_length).await?;
+        let (record, task) = load(self.store.as_ref(), task_id, history_length).await?;
         let turn_over = record.state().ends_turn();
         let events = (answering == Answering::Streamed && !turn_over)
             .then(|| self.follow(task_id, record.seq));
         Ok(Admitted {
-            task: rendered(&record, history_length),
+            task,
             seq: record.seq,
             events,
             done: answer_when_done(
@@ -219,11 +219,11 @@ async fn finished(
     history_length: Option<i32>,
     answered: Answered,
 ) -> Result<Admitted, A2aError> {
-    let record = load(store, task_id, history_length).await?;
+    let (record, task) = load(store, task_id, history_length).await?;
     let (ended, done) = oneshot::channel();
-    let _ = ended.send(Ok(reply(answered, &record, history_length)));
+    let _ = ended.send(Ok(reply(answered, task.clone())));
     Ok(Admitted {
-        task: rendered(&record, history_length),
+        task,
         seq: record.seq,
         events: None,
         done,
@@ -243,46 +243,43 @@ fn answer_when_done(
     tokio::spawn(async move {
         let answer = async {
             let answered = joined(update.await)?;
-            let record = load(store.as_ref(), &task_id, history_length).await?;
-            Ok(reply(answered, &record, history_length))
+            let (_, task) = load(store.as_ref(), &task_id, history_length).await?;
+            Ok(reply(answered, task))
         };
         let _ = ended.send(answer.await);
     });
     done
 }
 
-/// Task `task_id` as the store holds it, with the history its sender
-/// asked for.
+/// Task `task_id` as the store holds it: its record (without history) to
+/// decide with, and the task with the history its sender asked for, kept as
+/// the store's text (see [`crate::a2a::types::History`]).
 async fn load(
     store: &dyn TaskStore,
     task_id: &str,
     history_length: Option<i32>,
-) -> Result<TaskRecord, A2aError> {
+) -> Result<(TaskRecord, Rendered), A2aError> {
     let wanted = history_length.map(|n| usize::try_from(n).unwrap_or(0));
     let stored = store
         .load(task_id.to_owned(), wanted)
         .await
         .map_err(A2aError::from)?
         .ok_or_else(|| access::not_found(task_id))?;
-    TaskRecord::from_stored(&stored).map_err(A2aError::Internal)
+    let (record, task) =
+        TaskRecord::with_rendered(stored, history_length).map_err(A2aError::Internal)?;
+    let history_len = record.history_len;
+    Ok((record, Rendered { task, history_len }))
 }
 
 /// What the sender of a message whose turn ended gets.
-fn reply(answered: Answered, record: &TaskRecord, history_length: Option<i32>) -> TurnReply {
+fn reply(answered: Answered, rendered: Rendered) -> TurnReply {
     match answered {
         Answered::TurnEnded {
             direct_reply: Some(message),
         } => TurnReply::Message(message),
         Answered::TurnEnded { direct_reply: None } | Answered::Duplicate => {
-            TurnReply::Task(rendered(record, history_length))
+            TurnReply::Task(rendered)
         }
-    }
-}
-
-fn rendered(record: &TaskRecord, history_length: Option<i32>) -> Rendered {
-    Rendered {
-        task: record.to_task(history_length),
-        history_len: record.history_len,
     }
 }
 
