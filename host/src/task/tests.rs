@@ -338,6 +338,16 @@ fn status_text(task: &Task) -> String {
     message.parts[0].as_text().expect("text").to_owned()
 }
 
+/// `task`'s history, parsed (an answer may hold it as the store's text).
+fn messages(task: &Task) -> Vec<Message> {
+    task.history.to_messages().expect("a readable history")
+}
+
+/// The text of each message of `task`'s history.
+fn history_texts(task: &Task) -> Vec<String> {
+    messages(task).iter().map(message_text).collect()
+}
+
 fn subtasks(task: &Task) -> Vec<Value> {
     task.metadata
         .get("subtasks")
@@ -516,10 +526,7 @@ async fn history_length_limits_the_history_returned() {
     };
     let last_one = send(&service, "alice", with_length(1)).await.expect("sent");
     assert_eq!(last_one.history.len(), 1);
-    assert_eq!(
-        last_one.history.to_messages().expect("readable")[0].role,
-        MessageRole::Agent
-    );
+    assert_eq!(messages(&last_one)[0].role, MessageRole::Agent);
 
     let read = |length| GetTaskRequest {
         id: task.id.clone(),
@@ -548,10 +555,7 @@ async fn history_length_limits_the_history_returned() {
         .get_task(&alice, read(Some(2)))
         .await
         .expect("reads");
-    assert_eq!(
-        two.history.to_messages().expect("readable")[0].parts[0].as_text(),
-        Some("three")
-    );
+    assert_eq!(messages(&two)[0].parts[0].as_text(), Some("three"));
 }
 
 // --- Hooks -----------------------------------------------------------------------------------

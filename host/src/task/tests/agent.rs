@@ -12,9 +12,7 @@ use crate::tools::ToolDeclaration;
 
 /// The history's messages as `(role, stream kind or harness mark, text)`.
 pub(super) fn shape(task: &Task) -> Vec<(String, String, String)> {
-    task.history
-        .to_messages()
-        .expect("readable")
+    messages(task)
         .iter()
         .map(|message| {
             let kind = message
@@ -400,10 +398,7 @@ async fn a_denied_call_never_runs_and_the_model_reads_who_denied_it() {
         status_text(&moved_on)
     );
     assert!(subtasks(&moved_on).is_empty());
-    let results: Vec<String> = moved_on
-        .history
-        .to_messages()
-        .expect("readable")
+    let results: Vec<String> = messages(&moved_on)
         .iter()
         .filter(|m| m.metadata.get("stream").and_then(Value::as_str) == Some("tool-result"))
         .map(message_text)

@@ -271,7 +271,7 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
         .await
         .expect("task");
     assert_eq!(got.history.len(), 1);
-    let returned = serde_json::to_string(&got.history.to_messages().expect("readable")[0])
+    let returned = serde_json::to_string(&messages(&got)[0])
         .expect("json")
         .len();
     let (_, read) = store.take();
@@ -318,13 +318,7 @@ async fn an_answer_copies_the_stored_history_unparsed() {
             10,
             "every message as the store formatted it: {json}"
         );
-        let texts: Vec<String> = task
-            .history
-            .to_messages()
-            .expect("readable")
-            .iter()
-            .map(message_text)
-            .collect();
+        let texts = history_texts(&task);
         assert_eq!((texts[0].as_str(), texts[8].as_str()), ("hello", "last"));
     }
 }
@@ -372,13 +366,10 @@ async fn a_quick_turn_stores_its_message_with_its_reply_unless_someone_watches()
         .await
         .expect("accepted");
     assert_eq!(accepted.status.state, TaskState::Working);
-    let history = poll_for(&service, &task.id, |t| {
+    let parked = poll_for(&service, &task.id, |t| {
         t.status.state == TaskState::InputRequired && t.history.len() == 6
     })
-    .await
-    .history
-    .to_messages()
-    .expect("readable");
+    .await;
     assert_eq!(store.take_commits(), [1, 1], "acceptance, then the reply");
 
     // A subscriber sees the message accepted before the turn's reply.
@@ -391,7 +382,7 @@ async fn a_quick_turn_stores_its_message_with_its_reply_unless_someone_watches()
         .expect("a watched follow-up");
     assert_eq!(store.take_commits(), [1, 1], "a watched turn commits twice");
 
-    let texts: Vec<String> = history.iter().map(message_text).collect();
+    let texts = history_texts(&parked);
     assert_eq!(texts.len(), 6, "each message stored once: {texts:?}");
     assert_eq!((texts[0].as_str(), texts[2].as_str()), ("hello", "again"));
 }

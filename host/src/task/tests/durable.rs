@@ -86,9 +86,7 @@ fn user_text(record: &TaskRecord, text: &str) -> Message {
 }
 
 fn texts(task: &Task) -> Vec<String> {
-    task.history
-        .to_messages()
-        .expect("readable")
+    messages(task)
         .iter()
         .map(|m| {
             m.parts
@@ -137,9 +135,7 @@ async fn a_resent_message_is_answered_and_never_applied_twice() {
     .await;
     assert_eq!(events.len(), 1, "{events:#?}");
     // An agent message's id cannot be reused by a participant.
-    let agent_id = resent.history.to_messages().expect("readable")[1]
-        .message_id
-        .clone();
+    let agent_id = messages(&resent)[1].message_id.clone();
     let mut stolen = user_message(Some(&task.id), vec![Part::text("x")]);
     stolen.message_id = agent_id;
     let refused = send(&service, "alice", request(stolen)).await;

@@ -139,10 +139,7 @@ async fn alternate(engine: &TemporalEngine, first: Arc<dyn TaskStore>, second: A
     }
     for server in [&first, &second] {
         let read = get(server, "alice", &task.id).await.expect("visible");
-        let said: Vec<_> = read
-            .history
-            .to_messages()
-            .expect("readable")
+        let said: Vec<_> = messages(&read)
             .iter()
             .step_by(2)
             .map(message_text)
@@ -297,7 +294,7 @@ async fn a_message_resent_after_continue_as_new_is_not_applied_again() {
         .expect("the new run serves the task");
     assert_eq!(next.history.len(), 2 * turns + 2);
     assert_eq!(next.status.state, TaskState::InputRequired);
-    let history = next.history.to_messages().expect("readable");
+    let history = messages(&next);
     let ids: std::collections::HashSet<_> = history.iter().map(|m| m.message_id.as_str()).collect();
     assert_eq!(ids.len(), next.history.len(), "every message id is new");
 }
@@ -351,13 +348,7 @@ async fn cancel_with_an_update_in_flight_answers_it_and_ends_the_task() {
     );
     let stored = get(service, "alice", &task.id).await.expect("visible");
     assert_eq!(stored.status.state, TaskState::Canceled);
-    let texts: Vec<String> = stored
-        .history
-        .to_messages()
-        .expect("readable")
-        .iter()
-        .map(message_text)
-        .collect();
+    let texts = history_texts(&stored);
     assert!(
         !texts
             .iter()
