@@ -107,7 +107,7 @@ async fn a_full_disk_refuses_new_work_and_loses_nothing_acknowledged() {
     // store found room again: a checkpoint that completes lets the WAL be
     // rewritten from its start without growing the file. Either way the
     // answer is honest, and checked against what survives the restart.
-    let response = send_new_over_rest(&alice, &harness.base, "new-1").await;
+    let response = send_new_over_rest(&alice, "new-1").await;
     let new_conversation_accepted = match response.status().as_u16() {
         200 => true,
         503 => refused_over_rest(response).await,
@@ -145,13 +145,10 @@ async fn a_full_disk_refuses_new_work_and_loses_nothing_acknowledged() {
     harness.kill();
 }
 
-/// A new conversation over HTTP+JSON, as `alice`.
-async fn send_new_over_rest(alice: &Client, base: &str, message_id: &str) -> reqwest::Response {
-    alice
-        .http
-        .post(format!("{base}/message:send"))
-        .header("A2A-Version", "1.0")
-        .header("X-Participant-Id", "alice")
+/// A new conversation over HTTP+JSON.
+async fn send_new_over_rest(client: &Client, message_id: &str) -> reqwest::Response {
+    client
+        .post(format!("{}/message:send", client.base))
         .json(&json!({"message": message_with_id(None, message_id, "hello again")}))
         .send()
         .await
@@ -166,30 +163,31 @@ async fn refused_over_rest(response: reqwest::Response) -> bool {
     let body: Value = response.json().await.expect("json");
     let info = &body["error"]["details"][0];
     assert_eq!(info["reason"], "STORE_UNAVAILABLE", "{body}");
-    match info["metadata"]["accepted"].as_str() {
-        Some("true") => true,
-        Some("false") => false,
-        other => panic!("no accepted flag ({other:?}): {body}"),
-    }
+    accepted_flag(&info["metadata"], &body)
 }
 
 /// Whether a STORE_UNAVAILABLE error says its message was accepted into
 /// `task_id` (only its turn's result was not stored) or not accepted at all.
 fn accepted(error: &Value, task_id: &str) -> bool {
     let metadata = &error["data"][0]["metadata"];
+    let accepted = accepted_flag(metadata, error);
+    let message = error["message"].as_str().unwrap_or("");
+    if accepted {
+        assert_eq!(metadata["taskId"], task_id, "{error}");
+        assert!(message.contains("was accepted into task"), "{error}");
+    } else {
+        assert!(message.contains("was not accepted"), "{error}");
+    }
+    accepted
+}
+
+/// The ErrorInfo metadata's `accepted` flag, which every STORE_UNAVAILABLE
+/// error carries; `answer` is shown when it is missing.
+fn accepted_flag(metadata: &Value, answer: &Value) -> bool {
     match metadata["accepted"].as_str() {
-        Some("true") => {
-            assert_eq!(metadata["taskId"], task_id, "{error}");
-            let message = error["message"].as_str().unwrap_or("");
-            assert!(message.contains("was accepted into task"), "{error}");
-            true
-        }
-        Some("false") => {
-            let message = error["message"].as_str().unwrap_or("");
-            assert!(message.contains("was not accepted"), "{error}");
-            false
-        }
-        other => panic!("no accepted flag ({other:?}): {error}"),
+        Some("true") => true,
+        Some("false") => false,
+        other => panic!("no accepted flag ({other:?}): {answer}"),
     }
 }
 
@@ -215,7 +213,7 @@ async fn a_locked_database_refuses_writes_until_it_is_released() {
     );
     let started = send(&alice, message_with_id(None, "new-1", "hi")).await;
     assert!(started.is_err(), "{started:?}");
-    let response = send_new_over_rest(&alice, &harness.base, "new-2").await;
+    let response = send_new_over_rest(&alice, "new-2").await;
     assert!(
         !refused_over_rest(response).await,
         "a refused message was not accepted"

@@ -166,7 +166,8 @@ pub fn complete_control() -> Value {
 }
 
 impl Client {
-    fn post(&self, url: String) -> reqwest::RequestBuilder {
+    /// A POST to `url` as this participant (their id, and token if any).
+    pub fn post(&self, url: String) -> reqwest::RequestBuilder {
         let request = self
             .http
             .post(url)
