@@ -295,6 +295,11 @@ struct TurnCost {
     /// `None`: the ramp to this turn did not finish within its budget.
     p50_ms: Option<f64>,
     p99_ms: Option<f64>,
+    /// The same turns less the time the harness waited for its model (the
+    /// reply's `metadata.trace.model_us`): the harness's own time. `None`
+    /// for the SDK, whose echo agent has no model.
+    harness_p50_ms: Option<f64>,
+    harness_p99_ms: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -552,8 +557,11 @@ fn print_throughput(report: &Report) {
 
 /// One turn at each length of the conversation.
 fn print_turn_cost(report: &Report) {
-    println!("\n| one turn, p50 (p99) ms | SDK | memory | SQLite |");
-    println!("| --- | --- | --- | --- |");
+    println!(
+        "\n| one turn, p50 (p99) ms | SDK | memory | SQLite | memory, less the model | \
+         SQLite, less the model |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
     let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
     turns.sort_unstable();
     turns.dedup();
@@ -568,11 +576,21 @@ fn print_turn_cost(report: &Report) {
                     _ => "not reached in time".to_owned(),
                 })
         };
+        let harness = |kind| {
+            report
+                .turn_cost
+                .iter()
+                .find(|t| t.server == kind && t.turn == turn)
+                .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
+                .map_or("-".to_owned(), |(p50, p99)| format!("{p50:.2} ({p99:.2})"))
+        };
         println!(
-            "| turn {turn} | {} | {} | {} |",
+            "| turn {turn} | {} | {} | {} | {} | {} |",
             cell(Kind::Sdk),
             cell(Kind::Memory),
-            cell(Kind::Sqlite)
+            cell(Kind::Sqlite),
+            harness(Kind::Memory),
+            harness(Kind::Sqlite)
         );
     }
 }
@@ -1091,29 +1109,50 @@ async fn turn_costs(
                 turn: point,
                 p50_ms: None,
                 p99_ms: None,
+                harness_p50_ms: None,
+                harness_p99_ms: None,
             });
             continue;
         }
         let mut samples = Vec::with_capacity(TURN_SAMPLES);
+        let mut harness = Vec::with_capacity(TURN_SAMPLES);
         for _ in 0..TURN_SAMPLES {
             let message = client.message("hello there", Some(&conversation));
             let sent = Instant::now();
             // The newest two messages back (the message and its reply):
             // without `historyLength` an answer carries the whole history
             // (A2A's default), and its size, not the turn, would be timed.
-            client.send(server, participant, message, Some(2)).await?;
-            samples.push(sent.elapsed().as_secs_f64() * 1e3);
+            let task = client.send(server, participant, message, Some(2)).await?;
+            let took = sent.elapsed().as_secs_f64() * 1e3;
+            samples.push(took);
+            if let Some(model_ms) = model_time_ms(&task) {
+                harness.push(took - model_ms);
+            }
             turn += 1;
         }
         samples.sort_by(f64::total_cmp);
+        harness.sort_by(f64::total_cmp);
+        let measured = |samples: &[f64], percent| {
+            (samples.len() == TURN_SAMPLES).then(|| percentile(samples, percent))
+        };
         costs.push(TurnCost {
             server: server.kind,
             turn: point,
             p50_ms: Some(percentile(&samples, 50.0)),
             p99_ms: Some(percentile(&samples, 99.0)),
+            harness_p50_ms: measured(&harness, 50.0),
+            harness_p99_ms: measured(&harness, 99.0),
         });
     }
     Ok(costs)
+}
+
+/// How long the turn behind `task`'s last message waited for its model, if
+/// that message is a reply with a trace.
+fn model_time_ms(task: &Value) -> Option<f64> {
+    let reply = task["history"].as_array()?.last()?;
+    let micros = reply["metadata"]["trace"]["model_us"].as_u64()?;
+    Some(micros as f64 / 1e3)
 }
 
 // --- Memory ----------------------------------------------------------------------------------

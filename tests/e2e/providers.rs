@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use tiny_harness::model::fake::{Answer, FakeProvider, Recorded, Reply};
+use tiny_harness::model::fake::{Answer, FakeProvider, Piece, Recorded, Reply};
 
 use crate::server::support::{
     Client, complete_control, state, status_text, sub_state, text_message, wait_for,
@@ -279,6 +279,51 @@ async fn a_failing_provider_says_what_it_answered_and_the_next_message_works() {
 
     assert_no_key("the task", &alice.get_task(&id).await.to_string());
     assert_no_key("the server's log", &harness.log());
+}
+
+/// The time a turn spent waiting for its model, as its reply's trace says.
+fn model_time(task: &Value) -> std::time::Duration {
+    let reply = task["history"]
+        .as_array()
+        .and_then(|history| history.last())
+        .unwrap_or_else(|| panic!("a reply in the history: {task}"));
+    let micros = reply["metadata"]["trace"]["model_us"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the reply's trace has model_us: {reply}"));
+    std::time::Duration::from_micros(micros)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replys_trace_says_how_long_the_model_took_apart_from_the_harness() {
+    // The second answer pauses mid-stream: the trace must count the pause
+    // as the model's time, and no more than the whole turn took.
+    const PAUSE: std::time::Duration = std::time::Duration::from_millis(300);
+    let openai = FakeProvider::start(move |request| {
+        let mut reply = Answer::text(["first ", "second"]).openai();
+        if request.last_user_text().contains("pause") {
+            reply.body.insert(1, Piece::Pause(PAUSE));
+        }
+        reply
+    })
+    .await;
+    let anthropic = FakeProvider::start(echoing("Anthropic", true)).await;
+    let harness = Harness::start(&config(&openai, &anthropic));
+    let alice = harness.client("alice");
+
+    let quick = alice.say(None, "answer now").await;
+    assert_eq!(status_text(&quick), "first second", "{quick}");
+    let id = id_of(&quick);
+    assert!(model_time(&quick) < PAUSE, "{quick}");
+
+    let sent = std::time::Instant::now();
+    let paused = alice.say(Some(&id), "pause in the middle").await;
+    let turn = sent.elapsed();
+    assert_eq!(status_text(&paused), "first second", "{paused}");
+    let waited = model_time(&paused);
+    assert!(
+        waited >= PAUSE && waited <= turn,
+        "the model's {waited:?} is the pause ({PAUSE:?}) or more, within the turn's {turn:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

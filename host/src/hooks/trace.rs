@@ -1,8 +1,10 @@
 //! What ran during one turn: every executor a chain called, how long it took
 //! and what it decided. A turn collects its steps in a [`Trace`] and the
 //! task records them with the turn's reply (`metadata.trace`), so a renderer
-//! can show the commands and hooks behind each answer.
+//! can show the commands and hooks behind each answer, and how much of the
+//! turn was spent waiting for its model.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -44,6 +46,8 @@ pub struct TraceStep {
 #[derive(Debug, Default)]
 pub struct Trace {
     steps: Mutex<TraceSteps>,
+    /// Microseconds spent in model requests, every round of the turn.
+    model_us: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +63,10 @@ pub struct TraceRecord {
     /// Steps beyond [`MAX_TRACE_STEPS`], counted only.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_steps: u64,
+    /// How long the turn waited for its model, over all its requests (from
+    /// sending one to its last streamed event); zero when no model was asked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_us: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -87,9 +95,14 @@ impl Trace {
             executor,
             kind: kind.to_string(),
             source: source.to_owned(),
-            duration_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            duration_us: micros(took),
             outcome,
         });
+    }
+
+    /// One model request took `took`.
+    pub(crate) fn record_model(&self, took: Duration) {
+        self.model_us.fetch_add(micros(took), Ordering::Relaxed);
     }
 
     /// Everything recorded so far.
@@ -98,6 +111,11 @@ impl Trace {
         TraceRecord {
             steps: steps.kept.clone(),
             dropped_steps: steps.dropped,
+            model_us: self.model_us.load(Ordering::Relaxed),
         }
     }
+}
+
+fn micros(took: Duration) -> u64 {
+    u64::try_from(took.as_micros()).unwrap_or(u64::MAX)
 }

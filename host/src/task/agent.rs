@@ -19,6 +19,7 @@
 //!   in flight: the provider's connection closes, tool calls are dropped.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
@@ -318,7 +319,7 @@ impl AgentTurn {
         let context = self.phase(Phase::Pre, context, trace).await?;
         let mut context = self.phase(Phase::In, context, trace).await?;
         if context.response.is_none() {
-            let response = stream(entry, context.request.clone(), link).await?;
+            let response = stream(entry, context.request.clone(), link, trace).await?;
             context.response = Some(response);
         }
         let context = self.phase(Phase::Post, context, trace).await?;
@@ -417,15 +418,19 @@ enum Approved {
     No,
 }
 
-/// Stream `request` to `entry`'s model: text deltas to subscribers as they
-/// come, and the whole response at the end.
+/// The model's answer to `request`, its text streamed to `link` as it
+/// comes; the time spent waiting for the model (not forwarding what it
+/// sent) goes to `trace`.
 async fn stream(
     entry: &ModelEntry,
     request: ModelRequest,
     link: &Link,
+    trace: &Trace,
 ) -> Result<ModelResponse, String> {
     let model = request.model.clone();
+    let asked = Instant::now();
     let mut events = entry.model.stream(request);
+    trace.record_model(asked.elapsed());
     let mut response = ModelResponse {
         text: String::new(),
         tool_calls: Vec::new(),
@@ -435,7 +440,11 @@ async fn stream(
         artifacts: Vec::new(),
         disposition: None,
     };
-    while let Some(event) = events.next().await {
+    loop {
+        let asked = Instant::now();
+        let next = events.next().await;
+        trace.record_model(asked.elapsed());
+        let Some(event) = next else { break };
         match event.map_err(|error| format!("the model `{model}` failed: {error}"))? {
             ModelEvent::TextDelta(delta) => {
                 response.text.push_str(&delta);
