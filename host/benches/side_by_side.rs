@@ -11,7 +11,9 @@
 //!   `/status` at 1, 16 and 256 connections (medians of `--rounds` rounds);
 //! * the cost of one turn at turns 10, 1,000 and 10,000 of one conversation
 //!   (one connection, plain follow-ups asking for the newest two messages
-//!   back, `historyLength: 2`, from every server alike);
+//!   back, `historyLength: 2`, from every server alike), then again for
+//!   tiny-harness with an offline context window that is full from the
+//!   second turn, so every point sends its model the same context;
 //! * resident memory per conversation, with its worker running and parked;
 //! * time from process start to serving with 10 plugins, with an empty and
 //!   a warm component cache;
@@ -59,6 +61,10 @@ const PLUGINS: usize = 10;
 
 /// Longest ramp to one point of the turn-cost table before it is skipped.
 const RAMP_BUDGET: Duration = Duration::from_secs(240);
+/// The offline context window of the second turn-cost series: one turn of
+/// `hello there` and its reply is about 26 tokens, so the window is full
+/// from the second turn on.
+const FULL_WINDOW_TOKENS: u64 = 64;
 
 /// Longest memory measurement of one server before it is skipped.
 const MEMORY_BUDGET: Duration = Duration::from_secs(300);
@@ -292,6 +298,9 @@ struct Throughput {
 struct TurnCost {
     server: Kind,
     turn: usize,
+    /// The offline model's context window when the run set one
+    /// ([`FULL_WINDOW_TOKENS`]); `None`: the default window.
+    context_window: Option<u64>,
     /// `None`: the ramp to this turn did not finish within its budget.
     p50_ms: Option<f64>,
     p99_ms: Option<f64>,
@@ -355,7 +364,21 @@ async fn run(options: &Options, scratch: &Path, report: &mut Report) -> anyhow::
         eprintln!("turn cost ...");
         for &kind in &kinds {
             let server = Server::start(kind, scratch, Duration::from_secs(3600)).await?;
-            let costs = turn_costs(&client, &server, &options.turns).await?;
+            let costs = turn_costs(&client, &server, &options.turns, None).await?;
+            report.turn_cost.extend(costs);
+        }
+        // The same turns with a window that is full from the second turn:
+        // every point then sends the model the same context, so what is
+        // left to differ is what the harness does with the history.
+        for &kind in kinds.iter().filter(|&&kind| kind != Kind::Sdk) {
+            let window = format!(
+                "[models]\ndefault = \"small-window\"\n\n[models.small-window]\n\
+                 provider = \"offline\"\ncontext_window = {FULL_WINDOW_TOKENS}\n"
+            );
+            let idle = Duration::from_secs(3600);
+            let server = Server::start_with(kind, scratch, idle, "", &window, None).await?;
+            let window = Some(FULL_WINDOW_TOKENS);
+            let costs = turn_costs(&client, &server, &options.turns, window).await?;
             report.turn_cost.extend(costs);
         }
         phase_done(options, report, print_turn_cost)?;
@@ -562,25 +585,22 @@ fn print_turn_cost(report: &Report) {
          SQLite, less the model |"
     );
     println!("| --- | --- | --- | --- | --- | --- |");
-    let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
-    turns.sort_unstable();
-    turns.dedup();
-    for turn in turns {
+    let turns = turn_points(report);
+    let default_window = |kind, turn| {
+        report
+            .turn_cost
+            .iter()
+            .find(|t| t.server == kind && t.turn == turn && t.context_window.is_none())
+    };
+    for &turn in &turns {
         let cell = |kind| {
-            report
-                .turn_cost
-                .iter()
-                .find(|t| t.server == kind && t.turn == turn)
-                .map_or("-".to_owned(), |t| match (t.p50_ms, t.p99_ms) {
-                    (Some(p50), Some(p99)) => format!("{p50:.2} ({p99:.2})"),
-                    _ => "not reached in time".to_owned(),
-                })
+            default_window(kind, turn).map_or("-".to_owned(), |t| match (t.p50_ms, t.p99_ms) {
+                (Some(p50), Some(p99)) => format!("{p50:.2} ({p99:.2})"),
+                _ => "not reached in time".to_owned(),
+            })
         };
         let harness = |kind| {
-            report
-                .turn_cost
-                .iter()
-                .find(|t| t.server == kind && t.turn == turn)
+            default_window(kind, turn)
                 .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
                 .map_or("-".to_owned(), |(p50, p99)| format!("{p50:.2} ({p99:.2})"))
         };
@@ -591,6 +611,55 @@ fn print_turn_cost(report: &Report) {
             cell(Kind::Sqlite),
             harness(Kind::Memory),
             harness(Kind::Sqlite)
+        );
+    }
+    print_full_window_turn_cost(report, &turns);
+}
+
+fn turn_points(report: &Report) -> Vec<usize> {
+    let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    turns
+}
+
+/// The harness's own time per turn with the window full at every point,
+/// and its ratio to the first point.
+fn print_full_window_turn_cost(report: &Report, turns: &[usize]) {
+    let harness_p50 = |kind, turn| {
+        report
+            .turn_cost
+            .iter()
+            .find(|t| t.server == kind && t.turn == turn && t.context_window.is_some())
+            .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
+    };
+    let Some(&first) = turns.first() else { return };
+    if harness_p50(Kind::Memory, first).is_none() && harness_p50(Kind::Sqlite, first).is_none() {
+        return;
+    }
+    println!(
+        "\n| the harness's own time, window of {FULL_WINDOW_TOKENS} tokens, p50 (p99) ms | \
+         memory | SQLite | memory, to turn {first} | SQLite, to turn {first} |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
+    for &turn in turns {
+        let cell = |kind| {
+            harness_p50(kind, turn)
+                .map_or("-".to_owned(), |(p50, p99)| format!("{p50:.2} ({p99:.2})"))
+        };
+        let ratio = |kind| {
+            harness_p50(kind, turn)
+                .zip(harness_p50(kind, first))
+                .map_or("-".to_owned(), |((p50, _), (base, _))| {
+                    format!("{:.2}x", p50 / base)
+                })
+        };
+        println!(
+            "| turn {turn} | {} | {} | {} | {} |",
+            cell(Kind::Memory),
+            cell(Kind::Sqlite),
+            ratio(Kind::Memory),
+            ratio(Kind::Sqlite)
         );
     }
 }
@@ -1088,6 +1157,7 @@ async fn turn_costs(
     client: &Client,
     server: &Endpoint,
     points: &[usize],
+    context_window: Option<u64>,
 ) -> anyhow::Result<Vec<TurnCost>> {
     let participant = "turn-cost";
     let conversation = client.start_conversation(server, participant).await?;
@@ -1107,6 +1177,7 @@ async fn turn_costs(
             costs.push(TurnCost {
                 server: server.kind,
                 turn: point,
+                context_window,
                 p50_ms: None,
                 p99_ms: None,
                 harness_p50_ms: None,
@@ -1138,6 +1209,7 @@ async fn turn_costs(
         costs.push(TurnCost {
             server: server.kind,
             turn: point,
+            context_window,
             p50_ms: Some(percentile(&samples, 50.0)),
             p99_ms: Some(percentile(&samples, 99.0)),
             harness_p50_ms: measured(&harness, 50.0),

@@ -203,14 +203,16 @@ impl AgentTurn {
         }
     }
 
-    async fn drive(self, link: &Link, trace: &Trace, usage: &mut Option<Usage>) -> TurnEnd {
+    async fn drive(mut self, link: &Link, trace: &Trace, usage: &mut Option<Usage>) -> TurnEnd {
         let Some(entry) = self.model.clone() else {
             return TurnEnd::Failed(format!(
                 "the model `{}` is not configured on this server",
                 self.model_name
             ));
         };
-        let mut messages = self.transcript.messages.clone();
+        // Taken, not copied: from here on the turn only needs the
+        // transcript's unanswered calls.
+        let mut messages = std::mem::take(&mut self.transcript.messages);
         match self.settle_unanswered(link, trace).await {
             Ok(outputs) => messages.extend(outputs.into_iter().map(ChatMessage::Tool)),
             Err(Ended(end)) => return end,
