@@ -1,5 +1,6 @@
 // The turn trace (CONVENTIONS.md): the hooks and commands that ran in a turn, with their
-// executor, kind, duration and outcome, and the tokens a model reported.
+// executor, kind, duration and outcome, how long the turn waited on its model, and the
+// tokens the model reported.
 
 import { h } from './dom.js';
 
@@ -11,6 +12,7 @@ export function renderTrace(message) {
   const total = steps.reduce((sum, step) => sum + (Number(step.duration_us) || 0), 0);
   const summary = [];
   if (steps.length) summary.push(`${steps.length} step${steps.length === 1 ? '' : 's'}, ${milliseconds(total)}`);
+  if (trace.model_us) summary.push(`model ${milliseconds(trace.model_us)}`);
   if (trace.usage) summary.push(tokens(trace.usage));
   if (!summary.length) return null;
   const title = `Turn trace: ${summary.join(', ')}`;

@@ -199,6 +199,9 @@ pub(crate) fn trace(message: &Message) -> Option<String> {
     if !listed.is_empty() {
         shown.push(listed.join("; "));
     }
+    if let Some(model) = trace["model_us"].as_u64() {
+        shown.push(format!("model {}", duration(model)));
+    }
     if let Some(usage) = trace.get("usage") {
         shown.push(tokens(usage));
     }
@@ -348,6 +351,7 @@ mod tests {
                     {"point": "command.invoked.pre", "executor": "builtin/role-policy", "kind": "wasm", "duration_us": 87, "outcome": "pass"},
                     {"point": "command.invoked.in", "executor": "builtin/status-body", "kind": "wasm", "duration_us": 1400, "outcome": "replace"}
                 ],
+                "model_us": 4200,
                 "usage": {"input_tokens": 120, "output_tokens": 48}
             }},
         }))
@@ -355,7 +359,8 @@ mod tests {
         assert_eq!(
             trace(&agent).expect("a trace"),
             "   trace: command.invoked.pre builtin/role-policy pass 87 µs; \
-             command.invoked.in builtin/status-body replace 1.4 ms · 120 in, 48 out tokens\n"
+             command.invoked.in builtin/status-body replace 1.4 ms · model 4.2 ms · 120 in, 48 out \
+             tokens\n"
         );
     }
 }

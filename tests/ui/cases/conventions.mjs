@@ -36,6 +36,7 @@ export default async function conventions(t) {
           { point: 'llm.invoked.in', executor: 'native/offline', kind: 'native', duration_us: 1200, outcome: 'replace' },
           { point: 'tool.invoked.in', executor: 'search/body', kind: 'wasm', duration_us: 87, outcome: 'pass' },
         ],
+        model_us: 4200,
         usage: { input_tokens: 120, output_tokens: 48 },
       },
     },
@@ -114,7 +115,7 @@ export default async function conventions(t) {
   assert((await message.locator('strong').innerText()) === 'world', 'Markdown in the reply');
   assert((await message.locator('a').getAttribute('href')) === 'https://example.com/docs', 'a link');
   const trace = message.locator('details.trace');
-  assert((await trace.locator('summary').innerText()) === 'Turn trace: 2 steps, 1.3 ms, 120 in, 48 out tokens',
+  assert((await trace.locator('summary').innerText()) === 'Turn trace: 2 steps, 1.3 ms, model 4.2 ms, 120 in, 48 out tokens',
     `the trace summary: ${await trace.locator('summary').innerText()}`);
   await trace.locator('summary').click();
   await trace.getByRole('cell', { name: 'tool.invoked.in' }).waitFor({ timeout: WAIT_MS });
