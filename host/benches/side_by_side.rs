@@ -586,24 +586,15 @@ fn print_turn_cost(report: &Report) {
     );
     println!("| --- | --- | --- | --- | --- | --- |");
     let turns = turn_points(report);
-    let default_window = |kind, turn| {
-        report
-            .turn_cost
-            .iter()
-            .find(|t| t.server == kind && t.turn == turn && t.context_window.is_none())
-    };
     for &turn in &turns {
         let cell = |kind| {
-            default_window(kind, turn).map_or("-".to_owned(), |t| match (t.p50_ms, t.p99_ms) {
-                (Some(p50), Some(p99)) => format!("{p50:.2} ({p99:.2})"),
-                _ => "not reached in time".to_owned(),
+            turn_cost(report, kind, turn, None).map_or("-".to_owned(), |t| {
+                t.p50_ms
+                    .zip(t.p99_ms)
+                    .map_or("not reached in time".to_owned(), p50_p99)
             })
         };
-        let harness = |kind| {
-            default_window(kind, turn)
-                .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
-                .map_or("-".to_owned(), |(p50, p99)| format!("{p50:.2} ({p99:.2})"))
-        };
+        let harness = |kind| harness_time(report, kind, turn, None).map_or("-".to_owned(), p50_p99);
         println!(
             "| turn {turn} | {} | {} | {} | {} | {} |",
             cell(Kind::Sdk),
@@ -616,25 +607,13 @@ fn print_turn_cost(report: &Report) {
     print_full_window_turn_cost(report, &turns);
 }
 
-fn turn_points(report: &Report) -> Vec<usize> {
-    let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
-    turns.sort_unstable();
-    turns.dedup();
-    turns
-}
-
 /// The harness's own time per turn with the window full at every point,
 /// and its ratio to the first point.
 fn print_full_window_turn_cost(report: &Report, turns: &[usize]) {
-    let harness_p50 = |kind, turn| {
-        report
-            .turn_cost
-            .iter()
-            .find(|t| t.server == kind && t.turn == turn && t.context_window.is_some())
-            .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
-    };
+    let window = Some(FULL_WINDOW_TOKENS);
+    let harness = |kind, turn| harness_time(report, kind, turn, window);
     let Some(&first) = turns.first() else { return };
-    if harness_p50(Kind::Memory, first).is_none() && harness_p50(Kind::Sqlite, first).is_none() {
+    if harness(Kind::Memory, first).is_none() && harness(Kind::Sqlite, first).is_none() {
         return;
     }
     println!(
@@ -643,13 +622,10 @@ fn print_full_window_turn_cost(report: &Report, turns: &[usize]) {
     );
     println!("| --- | --- | --- | --- | --- |");
     for &turn in turns {
-        let cell = |kind| {
-            harness_p50(kind, turn)
-                .map_or("-".to_owned(), |(p50, p99)| format!("{p50:.2} ({p99:.2})"))
-        };
+        let cell = |kind| harness(kind, turn).map_or("-".to_owned(), p50_p99);
         let ratio = |kind| {
-            harness_p50(kind, turn)
-                .zip(harness_p50(kind, first))
+            harness(kind, turn)
+                .zip(harness(kind, first))
                 .map_or("-".to_owned(), |((p50, _), (base, _))| {
                     format!("{:.2}x", p50 / base)
                 })
@@ -662,6 +638,41 @@ fn print_full_window_turn_cost(report: &Report, turns: &[usize]) {
             ratio(Kind::Sqlite)
         );
     }
+}
+
+fn turn_points(report: &Report) -> Vec<usize> {
+    let mut turns: Vec<usize> = report.turn_cost.iter().map(|t| t.turn).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    turns
+}
+
+/// `kind`'s figures at `turn`, measured with `context_window`.
+fn turn_cost(
+    report: &Report,
+    kind: Kind,
+    turn: usize,
+    context_window: Option<u64>,
+) -> Option<&TurnCost> {
+    report
+        .turn_cost
+        .iter()
+        .find(|t| t.server == kind && t.turn == turn && t.context_window == context_window)
+}
+
+/// The harness's own p50 and p99 at `turn`, if they were measured.
+fn harness_time(
+    report: &Report,
+    kind: Kind,
+    turn: usize,
+    context_window: Option<u64>,
+) -> Option<(f64, f64)> {
+    turn_cost(report, kind, turn, context_window)
+        .and_then(|t| t.harness_p50_ms.zip(t.harness_p99_ms))
+}
+
+fn p50_p99((p50, p99): (f64, f64)) -> String {
+    format!("{p50:.2} ({p99:.2})")
 }
 
 /// Resident memory per conversation.
