@@ -46,8 +46,10 @@ pub struct TraceStep {
 #[derive(Debug, Default)]
 pub struct Trace {
     steps: Mutex<TraceSteps>,
-    /// Microseconds spent in model requests, every round of the turn.
-    model_us: AtomicU64,
+    /// Nanoseconds spent in model requests, every round of the turn:
+    /// summed finer than reported, so a stream of many quick chunks is not
+    /// undercounted by a truncated microsecond each.
+    model_ns: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -102,7 +104,8 @@ impl Trace {
 
     /// One model request took `took`.
     pub(crate) fn record_model(&self, took: Duration) {
-        self.model_us.fetch_add(micros(took), Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.model_ns.fetch_add(nanos, Ordering::Relaxed);
     }
 
     /// Everything recorded so far.
@@ -111,7 +114,7 @@ impl Trace {
         TraceRecord {
             steps: steps.kept.clone(),
             dropped_steps: steps.dropped,
-            model_us: self.model_us.load(Ordering::Relaxed),
+            model_us: self.model_ns.load(Ordering::Relaxed) / 1_000,
         }
     }
 }

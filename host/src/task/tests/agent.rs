@@ -135,6 +135,10 @@ async fn every_turn_records_its_trace_and_model_turns_their_usage() {
         ]
     );
     assert_eq!(trace["steps"][1]["source"], "builtin.wasm");
+    assert!(
+        trace.get("model_us").is_none(),
+        "a command asks no model: {trace}"
+    );
 }
 
 /// A waiting actor keeps its status message as text (`PackedStatus`) and
