@@ -4,6 +4,7 @@
 //!
 //! * `client`: JSON-RPC, SSE streams, the card and the completion route.
 //! * `session`: the conversation being talked in, and what each line does.
+//! * `interrupt`: Ctrl-C over a whole wait for a turn.
 //! * `turn`: what the events of a turn print; a turn ends on any final status update,
 //!   INPUT_REQUIRED included (decision 007), never waiting for COMPLETED.
 //! * `render`: messages, states in plain words, traces, the inbox.
@@ -12,6 +13,7 @@
 
 mod client;
 mod editor;
+mod interrupt;
 mod local;
 mod render;
 mod session;
@@ -99,13 +101,7 @@ pub fn run(options: ChatOptions) -> anyhow::Result<ExitCode> {
 /// turn was stopped), so SIGINT is taken over for the whole session; the waits listen for
 /// it. At the prompt the terminal is in raw mode and Ctrl-C is a key, not a signal.
 fn install_interrupt_handler(runtime: &tokio::runtime::Runtime) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let _guard = runtime.enter();
-        // Registering is what counts: the handler stays for the process's life.
-        let _handler = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    }
-    #[cfg(not(unix))]
-    let _ = runtime;
-    Ok(())
+    let _guard = runtime.enter();
+    // Registering is what counts: the handler stays for the process's life.
+    interrupt::Interrupt::listen().map(drop)
 }

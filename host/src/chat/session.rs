@@ -11,6 +11,7 @@ use tokio_stream::StreamExt;
 
 use super::client::{Client, ClientError, Events};
 use super::editor::Context;
+use super::interrupt::Interrupt;
 use super::local::{self, Local};
 use super::render;
 use super::turn::TurnView;
@@ -269,12 +270,15 @@ impl Session {
         if let Some(current) = &self.current {
             message["taskId"] = json!(current.id);
         }
+        let Some(interrupt) = self.listen_for_ctrl_c() else {
+            return;
+        };
         let opened = self.runtime.block_on(
             self.client
                 .stream("SendStreamingMessage", json!({ "message": message })),
         );
         match opened {
-            Ok(events) => self.watch_resuming(events, Snapshot::EndsWait),
+            Ok(events) => self.watch_resuming(events, Snapshot::EndsWait, interrupt),
             Err(error) => report("the message was not sent", &error),
         }
     }
@@ -350,11 +354,14 @@ impl Session {
     fn subscribe_and_watch(&mut self, snapshot: Snapshot) {
         let Some(current) = &self.current else { return };
         let id = current.id.clone();
+        let Some(interrupt) = self.listen_for_ctrl_c() else {
+            return;
+        };
         let subscribed = self
             .runtime
             .block_on(self.client.stream("SubscribeToTask", json!({ "id": id })));
         match subscribed {
-            Ok(events) => self.watch_resuming(events, snapshot),
+            Ok(events) => self.watch_resuming(events, snapshot, interrupt),
             Err(error) if error.reason() == Some("UNSUPPORTED_OPERATION") => {
                 say(&format!("   {error}\n"));
             }
@@ -364,12 +371,12 @@ impl Session {
 
     /// Shows `events` until the turn ends or Ctrl-C; a lost connection is followed again
     /// with SubscribeToTask, with a growing pause, until the turn's end is seen.
-    fn watch_resuming(&mut self, mut events: Events, snapshot: Snapshot) {
+    fn watch_resuming(&mut self, mut events: Events, snapshot: Snapshot, mut interrupt: Interrupt) {
         let mut view = TurnView::default();
         let mut snapshot = snapshot;
         let mut pause = FIRST_RETRY;
         loop {
-            match self.watch(&mut events, &mut view, snapshot) {
+            match self.watch(&mut events, &mut view, snapshot, &mut interrupt) {
                 Watched::Ended => return,
                 Watched::Interrupted => {
                     return say(
@@ -390,7 +397,7 @@ impl Session {
             // After a loss, the turn may have ended meanwhile: the snapshot says so.
             snapshot = Snapshot::EndsWait;
             loop {
-                if self.pause_or_interrupt(pause) {
+                if self.pause_or_interrupt(pause, &mut interrupt) {
                     return say("   (stopped reconnecting; :follow tries again)\n");
                 }
                 pause = (pause * 2).min(LONGEST_RETRY);
@@ -415,13 +422,19 @@ impl Session {
     }
 
     /// Shows events until the turn ends, Ctrl-C, or the stream is lost.
-    fn watch(&mut self, events: &mut Events, view: &mut TurnView, snapshot: Snapshot) -> Watched {
+    fn watch(
+        &mut self,
+        events: &mut Events,
+        view: &mut TurnView,
+        snapshot: Snapshot,
+        interrupt: &mut Interrupt,
+    ) -> Watched {
         let mut first = true;
         loop {
             let next = self.runtime.block_on(async {
                 tokio::select! {
                     event = events.next() => Some(event),
-                    _ = tokio::signal::ctrl_c() => None,
+                    () = interrupt.pressed() => None,
                 }
             });
             let event = match next {
@@ -495,13 +508,29 @@ impl Session {
     }
 
     /// Sleeps `pause`; true when Ctrl-C came first.
-    fn pause_or_interrupt(&self, pause: Duration) -> bool {
+    fn pause_or_interrupt(&self, pause: Duration, interrupt: &mut Interrupt) -> bool {
         self.runtime.block_on(async {
             tokio::select! {
                 () = tokio::time::sleep(pause) => false,
-                _ = tokio::signal::ctrl_c() => true,
+                () = interrupt.pressed() => true,
             }
         })
+    }
+
+    /// Listens for Ctrl-C over the wait about to start (its request included, so a Ctrl-C
+    /// pressed while connecting ends the wait as soon as the stream opens).
+    fn listen_for_ctrl_c(&self) -> Option<Interrupt> {
+        let _guard = self.runtime.enter();
+        match Interrupt::listen() {
+            Ok(interrupt) => Some(interrupt),
+            Err(error) => {
+                say(&format!(
+                    "error: Ctrl-C cannot be listened for, so no wait starts: {error}
+"
+                ));
+                None
+            }
+        }
     }
 }
 
