@@ -344,11 +344,18 @@ impl Session {
 
     /// `:follow`: the running turn, or the next one of a parked conversation.
     fn follow(&mut self) {
-        if self.current.is_none() {
+        let Some(current) = &self.current else {
             return say("no conversation is open: :open one first\n");
-        }
+        };
+        // A turn last seen running (one Ctrl-C stopped waiting for) may have ended since:
+        // then its end is what to show, not the next turn's.
+        let snapshot = if current.state.ends_turn() {
+            Snapshot::WaitForNext
+        } else {
+            Snapshot::EndsWait
+        };
         say("   following; Ctrl-C stops\n");
-        self.subscribe_and_watch(Snapshot::WaitForNext);
+        self.subscribe_and_watch(snapshot);
     }
 
     fn subscribe_and_watch(&mut self, snapshot: Snapshot) {

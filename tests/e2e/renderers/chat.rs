@@ -281,6 +281,32 @@ async fn ctrl_c_stops_the_wait_not_the_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn follow_shows_the_end_of_a_turn_that_ended_after_ctrl_c() {
+    let served = Served::start(CONFIG);
+    let terminal = Terminal::start(&served, &["--as", "alice"]);
+    terminal.wait_for("Type a message");
+    terminal.enter("work for 2 seconds");
+    terminal.wait_for("   · Working: ");
+    terminal.press("C-c");
+    terminal.wait_for("stopped waiting: the turn goes on on the server");
+    // The turn ends on the server while the client is not watching.
+    let deadline = Instant::now() + WAIT;
+    while state(&only_task(&served, "alice").await) != "TASK_STATE_INPUT_REQUIRED" {
+        assert!(Instant::now() < deadline, "the turn never parked");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !terminal.screen().contains("Worked for 2 seconds."),
+        "the reply came while the client was not watching"
+    );
+    // What :follow shows is the end of the turn it stopped waiting for, not a wait for
+    // the next one.
+    terminal.enter(":follow");
+    terminal.wait_for("agent › Worked for 2 seconds.");
+    terminal.wait_for("── waiting for your next message · ");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_inbox_lists_waiting_conversations_first_and_opens_by_number() {
     let served = Served::start(CONFIG);
     let alice = served.client("alice");
