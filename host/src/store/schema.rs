@@ -35,11 +35,15 @@
 //!   transactions takes the next revisions from it. A store one process
 //!   owns keeps the counter in memory and leaves the row alone, so a shared
 //!   open first brings it up to the tasks' highest revision.
+//! * 4 -> 5: `task_log_events` dropped. Events are numbered in log order, so
+//!   the events after a number are read by walking the log back from its end
+//!   (`sqlite::LOG_NEWEST_FIRST`); the index was one more B-tree page written
+//!   by nearly every commit.
 
 use rusqlite::Connection;
 
 /// The schema version this build writes.
-pub(super) const VERSION: i64 = 4;
+pub(super) const VERSION: i64 = 5;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -72,8 +76,6 @@ CREATE TABLE IF NOT EXISTS task_log (
     event     TEXT,
     PRIMARY KEY (task_id, position)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS task_log_events ON task_log (task_id, event_seq)
-    WHERE event_seq IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS messages (
     task_id    TEXT NOT NULL,
@@ -133,6 +135,9 @@ INSERT OR IGNORE INTO counters (name, value)
     SELECT 'write_rev', COALESCE(MAX(write_rev), 0) FROM tasks;
 ";
 
+/// Version 4 to 5: the log's events are found through its primary key.
+const LOG_EVENTS_UNINDEXED: &str = "DROP INDEX IF EXISTS task_log_events;";
+
 /// Create the tables in a new database, upgrade an older one; refuse a
 /// database from a newer version.
 pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
@@ -149,9 +154,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
     // upgraded step by step, all in one transaction.
     let steps = match found {
         0 => format!("{TABLES} {COUNTERS}"),
-        1 => format!("{DELIVERY_CURSORS} {FIRST_MESSAGES} {COUNTERS}"),
-        2 => format!("{FIRST_MESSAGES} {COUNTERS}"),
-        3 => COUNTERS.to_owned(),
+        1 => format!("{DELIVERY_CURSORS} {FIRST_MESSAGES} {COUNTERS} {LOG_EVENTS_UNINDEXED}"),
+        2 => format!("{FIRST_MESSAGES} {COUNTERS} {LOG_EVENTS_UNINDEXED}"),
+        3 => format!("{COUNTERS} {LOG_EVENTS_UNINDEXED}"),
+        4 => LOG_EVENTS_UNINDEXED.to_owned(),
         _ => return Ok(()),
     };
     connection

@@ -268,19 +268,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn events_after(&self, task_id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
-        self.read(move |connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT event_seq, event FROM task_log
-                 WHERE task_id = ?1 AND event_seq > ?2 ORDER BY event_seq",
-            )?;
-            let rows = statement.query_map(params![task_id, int(after)], |row| {
-                Ok(StoredEvent {
-                    seq: uint(row.get(0)?),
-                    document: row.get(1)?,
-                })
-            })?;
-            rows.collect()
-        })
+        self.read(move |connection| events_after(connection, &task_id, after))
     }
 
     fn log(&self, task_id: String) -> StoreFuture<'_, Vec<LogEntry>> {
@@ -778,8 +766,9 @@ impl Writer {
                     .connection
                     .prepare_cached(
                         "INSERT INTO push_configs (task_id, config_id, document, delivered_seq)
-                         VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(event_seq), 0)
-                                              FROM task_log WHERE task_id = ?1))
+                         VALUES (?1, ?2, ?3, COALESCE((SELECT event_seq FROM task_log
+                                              WHERE task_id = ?1 AND event_seq IS NOT NULL
+                                              ORDER BY position DESC LIMIT 1), 0))
                          ON CONFLICT (task_id, config_id) DO UPDATE SET document = excluded.document
                          RETURNING delivered_seq",
                     )?
@@ -1015,6 +1004,37 @@ fn load_history(
     let mut statement = connection.prepare_cached(HISTORY)?;
     let rows = statement.query_map(params![id, limit], |row| row.get(0))?;
     rows.collect()
+}
+
+/// A task's log from its newest entry back: events are numbered in log order, so the
+/// events after a sequence number are found by walking back to it, reading only what is
+/// returned (and the entries without an event between), with no index of its own.
+pub(super) const LOG_NEWEST_FIRST: &str = "SELECT event_seq, event FROM task_log
+     WHERE task_id = ?1 ORDER BY position DESC";
+
+/// The events of task `id` numbered above `after`, oldest first.
+fn events_after(
+    connection: &Connection,
+    id: &str,
+    after: u64,
+) -> rusqlite::Result<Vec<StoredEvent>> {
+    let mut statement = connection.prepare_cached(LOG_NEWEST_FIRST)?;
+    let mut rows = statement.query([id])?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        let Some(seq) = row.get::<_, Option<i64>>(0)?.map(uint) else {
+            continue;
+        };
+        if seq <= after {
+            break;
+        }
+        events.push(StoredEvent {
+            seq,
+            document: row.get(1)?,
+        });
+    }
+    events.reverse();
+    Ok(events)
 }
 
 fn load_artifacts(connection: &Connection, id: &str) -> rusqlite::Result<Vec<String>> {
@@ -1335,5 +1355,60 @@ mod tests {
             .prepare_cached(HISTORY)
             .expect("the statement load_history cached");
         assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
+    }
+
+    /// A task whose log has `entries` entries, every other one with an event.
+    fn logged(connection: &Connection, id: &str, entries: u64) {
+        let mut insert = connection
+            .prepare("INSERT INTO task_log VALUES (?1, ?2, 0, 'status', '{}', ?3, ?4)")
+            .expect("prepares");
+        for position in 0..entries {
+            let seq = (position % 2 == 1).then_some(int(position.div_ceil(2)));
+            let event = seq.map(|seq| format!("{{\"seq\":{seq}}}"));
+            insert
+                .execute(params![id, int(position), seq, event])
+                .expect("inserts");
+        }
+    }
+
+    /// The virtual machine steps `events_after` took for the events above `after`.
+    fn steps_reading(connection: &Connection, id: &str, after: u64) -> (Vec<u64>, i32) {
+        let cached = connection
+            .prepare_cached(LOG_NEWEST_FIRST)
+            .expect("prepares");
+        let before = cached.get_status(StatementStatus::VmStep);
+        drop(cached);
+        let seqs = events_after(connection, id, after)
+            .expect("reads")
+            .into_iter()
+            .map(|event| event.seq)
+            .collect();
+        let cached = connection
+            .prepare_cached(LOG_NEWEST_FIRST)
+            .expect("prepares");
+        (seqs, cached.get_status(StatementStatus::VmStep) - before)
+    }
+
+    #[test]
+    fn the_events_after_a_point_are_read_from_the_logs_end_whatever_its_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let connection = migrated(dir.path());
+        logged(&connection, "short", 20);
+        logged(&connection, "long", 2_000);
+        // The last three events of each, oldest first.
+        let (short, short_steps) = steps_reading(&connection, "short", 7);
+        assert_eq!(short, [8, 9, 10]);
+        let (long, long_steps) = steps_reading(&connection, "long", 997);
+        assert_eq!(long, [998, 999, 1000]);
+        assert_eq!(
+            long_steps, short_steps,
+            "reading a log's last events walked more of a longer log"
+        );
+        // From the start, every event; past the end, none.
+        assert_eq!(
+            steps_reading(&connection, "short", 0).0,
+            (1..=10).collect::<Vec<_>>()
+        );
+        assert!(steps_reading(&connection, "long", 1000).0.is_empty());
     }
 }

@@ -544,7 +544,59 @@ async fn a_version_2_database_indexes_only_first_messages_by_id_and_still_finds_
         .expect("opens")
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("reads");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
+}
+
+#[tokio::test]
+async fn a_version_4_database_drops_the_log_event_index_and_keeps_its_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v4.db");
+    {
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+        let mut more = update("t1", "working", 20);
+        more.entries = vec![entry(2, None), entry(3, Some(2)), entry(4, Some(3))];
+        store
+            .commit(vec![create("t1", "alice", "m1"), more])
+            .await
+            .expect("commit");
+    }
+    // Version 4 indexed the log's events.
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch(
+            "CREATE INDEX task_log_events ON task_log (task_id, event_seq)
+                 WHERE event_seq IS NOT NULL;
+             PRAGMA user_version = 4;",
+        )
+        .expect("version 4 written");
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
+    let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let all = store.events_after("t1".into(), 0).await.expect("reads");
+    assert_eq!(seqs(all), [1, 2, 3]);
+    let owed = store.events_after("t1".into(), 1).await.expect("reads");
+    assert_eq!(seqs(owed), [2, 3]);
+    // A new push config starts after the latest event, found without the index.
+    let config = StoredPushConfig {
+        task_id: "t1".into(),
+        config_id: "c".into(),
+        document: "{}".into(),
+    };
+    assert_eq!(store.put_push_config(config).await.expect("writes"), 3);
+    drop(store);
+    let connection = rusqlite::Connection::open(&path).expect("opens");
+    let log_indexes: i64 = connection
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'task_log'
+             AND sql IS NOT NULL",
+            [],
+            |row| row.get(0),
+        )
+        .expect("reads");
+    assert_eq!(log_indexes, 0, "only the log's primary key is left");
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("reads");
+    assert_eq!(version, 5);
 }
 
 #[tokio::test]
