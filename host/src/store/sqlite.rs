@@ -844,30 +844,45 @@ fn write_task(connection: &Connection, write: &TaskWrite, revision: u64) -> rusq
                     head.document,
                 ])?;
         }
-        None => {
-            let updated = connection
-                .prepare_cached(
-                    "UPDATE tasks SET state = ?2, terminal = ?3, active = ?4, status_at_ms = ?5,
-                         status_rev = CASE WHEN ?6 THEN ?7 ELSE status_rev END,
-                         write_rev = ?7, head = ?8
-                     WHERE id = ?1",
-                )?
-                .execute(params![
-                    write.task_id,
-                    head.state,
-                    head.terminal,
-                    head.active,
-                    head.status_at_ms,
-                    head.status_changed,
-                    revision,
-                    head.document,
-                ])?;
-            if updated == 0 {
-                return Err(missing_task(&write.task_id));
-            }
-        }
+        None => update_task(connection, write, revision)?,
     }
     append_rows(connection, write)
+}
+
+/// Update a stored task's row. SQLite rewrites the index entries of every column an
+/// UPDATE sets, changed or not, so an indexed column is set only when it may have
+/// changed: a turn that starts and ends in INPUT_REQUIRED does not write a page of
+/// `tasks_by_state`, and a write that changed no status none of the two indexes
+/// ordered by `status_rev`.
+fn update_task(connection: &Connection, write: &TaskWrite, revision: i64) -> rusqlite::Result<()> {
+    let head = &write.head;
+    let updated = connection
+        .prepare_cached(
+            "UPDATE tasks SET terminal = ?2, status_at_ms = ?3, write_rev = ?4, head = ?5
+             WHERE id = ?1",
+        )?
+        .execute(params![
+            write.task_id,
+            head.terminal,
+            head.status_at_ms,
+            revision,
+            head.document,
+        ])?;
+    if updated == 0 {
+        return Err(missing_task(&write.task_id));
+    }
+    if head.status_changed {
+        connection
+            .prepare_cached("UPDATE tasks SET status_rev = ?2 WHERE id = ?1")?
+            .execute(params![write.task_id, revision])?;
+    }
+    connection
+        .prepare_cached("UPDATE tasks SET state = ?2 WHERE id = ?1 AND state IS NOT ?2")?
+        .execute(params![write.task_id, head.state])?;
+    connection
+        .prepare_cached("UPDATE tasks SET active = ?2 WHERE id = ?1 AND active IS NOT ?2")?
+        .execute(params![write.task_id, head.active])?;
+    Ok(())
 }
 
 /// The log entries, messages, artifacts and participants of a write.
@@ -1355,6 +1370,69 @@ mod tests {
             .prepare_cached(HISTORY)
             .expect("the statement load_history cached");
         assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
+    }
+
+    /// The pages committing `write` added to the WAL (from an empty one).
+    fn pages_written(
+        connection: &Connection,
+        path: &Path,
+        write: &TaskWrite,
+        revision: u64,
+    ) -> u64 {
+        connection
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .expect("checkpoints");
+        connection.execute_batch("BEGIN").expect("begins");
+        write_task(connection, write, revision).expect("writes");
+        connection.execute_batch("COMMIT").expect("commits");
+        let page = uint(
+            connection
+                .query_row("PRAGMA page_size", [], |row| row.get(0))
+                .expect("reads"),
+        );
+        let wal = std::fs::metadata(path.with_extension("db-wal"))
+            .expect("the WAL")
+            .len();
+        // A 32-byte header, then a 24-byte header before each page.
+        (wal - 32) / (page + 24)
+    }
+
+    #[test]
+    fn a_write_that_keeps_the_state_writes_only_the_tasks_own_page() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let connection = migrated(dir.path());
+        let path = dir.path().join("t.db");
+        connection.execute_batch("BEGIN").expect("begins");
+        // Enough tasks that each index of them spans pages.
+        for n in 0..400 {
+            write_task(
+                &connection,
+                &create(&format!("t{n:03}"), "alice", "m1"),
+                n + 1,
+            )
+            .expect("creates");
+        }
+        connection.execute_batch("COMMIT").expect("commits");
+        let mut keep = create("t200", "alice", "m1");
+        keep.created = None;
+        keep.entries.clear();
+        keep.messages.clear();
+        keep.participants = None;
+        keep.head.status_changed = false;
+        keep.head.document = "{\"a new\":\"snapshot\"}".into();
+        // A running task that stays running, then one that stays parked.
+        for (active, revision) in [(true, 500), (false, 501), (false, 502)] {
+            keep.head.active = active;
+            let pages = pages_written(&connection, &path, &keep, revision);
+            // Going from running to parked leaves `tasks_active`: one page more.
+            let expected = if revision == 501 { 2 } else { 1 };
+            assert_eq!(pages, expected, "revision {revision}: the task's row only");
+        }
+        // A new status moves the task in the indexes that order by it.
+        let mut change = keep.clone();
+        change.head.status_changed = true;
+        change.head.state = "completed".into();
+        assert!(pages_written(&connection, &path, &change, 503) > 1);
     }
 
     /// A task whose log has `entries` entries, every other one with an event.
