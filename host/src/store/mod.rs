@@ -13,6 +13,7 @@
 //! * `memory`: the same contract in a map, for tests, benchmarks and
 //!   `path = ":memory:"`.
 //! * `schema`: the SQLite tables.
+//! * `commits`: the SQLite log and history, one row per commit.
 //! * `lock`: one server per SQLite database, taken before it is opened.
 //!
 //! The contract every backend keeps:
@@ -26,6 +27,7 @@
 //! * Reads see every committed write.
 
 mod checkpoint;
+mod commits;
 mod lock;
 mod memory;
 #[cfg(feature = "postgres")]

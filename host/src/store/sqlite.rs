@@ -34,11 +34,12 @@ use serde::Deserialize;
 use tokio::sync::{Semaphore, oneshot};
 
 use super::checkpoint::{self, Nudge};
+use super::commits;
 use super::lock::DatabaseLock;
 use super::schema;
 use super::{
-    ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError, StoreFuture,
-    StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
+    Created, ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError,
+    StoreFuture, StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
 };
 
 /// How long a statement waits for a lock held by another process before the
@@ -229,11 +230,10 @@ fn writer_gone() -> StoreError {
     StoreError::Unavailable("the store's writer has stopped".into())
 }
 
-/// The task `?2` created whose first message has id `?1` (`position = 0`
-/// lets SQLite use the `messages_first` index).
+/// The task `?2` created whose first message has id `?1` (through
+/// `tasks_by_first_message`).
 pub(super) const STARTED_BY: &str =
-    "SELECT m.task_id FROM messages m JOIN tasks t ON t.id = m.task_id
-     WHERE m.message_id = ?1 AND m.position = 0 AND t.created_by = ?2 LIMIT 1";
+    "SELECT id FROM tasks WHERE first_message_id = ?1 AND created_by = ?2 LIMIT 1";
 
 impl TaskStore for SqliteStore {
     fn commit(&self, writes: Vec<TaskWrite>) -> StoreFuture<'_, ()> {
@@ -268,31 +268,11 @@ impl TaskStore for SqliteStore {
     }
 
     fn events_after(&self, task_id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
-        self.read(move |connection| events_after(connection, &task_id, after))
+        self.read(move |connection| commits::events_after(connection, &task_id, after))
     }
 
     fn log(&self, task_id: String) -> StoreFuture<'_, Vec<LogEntry>> {
-        self.read(move |connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT position, at_ms, kind, change, event_seq, event FROM task_log
-                 WHERE task_id = ?1 ORDER BY position",
-            )?;
-            let rows = statement.query_map([&task_id], |row| {
-                let seq: Option<i64> = row.get(4)?;
-                let event: Option<String> = row.get(5)?;
-                Ok(LogEntry {
-                    position: uint(row.get(0)?),
-                    at_ms: row.get(1)?,
-                    kind: row.get(2)?,
-                    document: row.get(3)?,
-                    event: seq.zip(event).map(|(seq, document)| StoredEvent {
-                        seq: uint(seq),
-                        document,
-                    }),
-                })
-            })?;
-            rows.collect()
-        })
+        self.read(move |connection| commits::log(connection, &task_id))
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
@@ -311,7 +291,7 @@ impl TaskStore for SqliteStore {
                 message_id,
             } => connection
                 .prepare_cached(
-                    "SELECT task_id FROM messages WHERE task_id = ?1 AND message_id = ?2",
+                    "SELECT task_id FROM message_ids WHERE task_id = ?1 AND message_id = ?2",
                 )?
                 .query_row([&task_id, &message_id], |row| row.get(0))
                 .optional(),
@@ -326,14 +306,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
-        self.read(move |connection| {
-            connection
-                .prepare_cached(
-                    "SELECT document FROM messages WHERE task_id = ?1 AND message_id = ?2",
-                )?
-                .query_row([&task_id, &message_id], |row| row.get(0))
-                .optional()
-        })
+        self.read(move |connection| commits::message(connection, &task_id, &message_id))
     }
 
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
@@ -474,10 +447,9 @@ fn open_checkpointer(path: &Path) -> rusqlite::Result<Connection> {
 /// The query planner's stability guarantee (QPSG) makes a statement's plan
 /// independent of the values bound to it. Without it SQLite recompiles a
 /// cached statement each time it is bound to a value its plan might depend
-/// on, such as the `LIMIT` of the history read ([`HISTORY`]), which a worker
-/// starting, a turn and `GetTask` each bind differently: the store's reads
-/// spent more time in the SQL parser than in the B-trees. Every query here
-/// has one plan anyway.
+/// on, such as a `LIMIT` that a worker starting, a turn and `GetTask` each
+/// bind differently: the store's reads spent more time in the SQL parser
+/// than in the B-trees. Every query here has one plan anyway.
 fn configure(connection: &Connection) -> rusqlite::Result<()> {
     connection.busy_timeout(BUSY_TIMEOUT)?;
     connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
@@ -766,9 +738,7 @@ impl Writer {
                     .connection
                     .prepare_cached(
                         "INSERT INTO push_configs (task_id, config_id, document, delivered_seq)
-                         VALUES (?1, ?2, ?3, COALESCE((SELECT event_seq FROM task_log
-                                              WHERE task_id = ?1 AND event_seq IS NOT NULL
-                                              ORDER BY position DESC LIMIT 1), 0))
+                         VALUES (?1, ?2, ?3, COALESCE((SELECT event_seq FROM tasks WHERE id = ?1), 0))
                          ON CONFLICT (task_id, config_id) DO UPDATE SET document = excluded.document
                          RETURNING delivered_seq",
                     )?
@@ -819,47 +789,107 @@ fn fail_all(batch: Vec<Job>, error: &StoreError) {
     }
 }
 
-/// Store one task's write at write revision `revision`.
+/// Store one task's write at write revision `revision`: its log entries and
+/// messages (`commits`), its row, its artifacts and participants.
 fn write_task(connection: &Connection, write: &TaskWrite, revision: u64) -> rusqlite::Result<()> {
-    let head = &write.head;
     let revision = int(revision);
+    let last_event = commits::append(connection, &write.task_id, &write.entries, &write.messages)?;
+    let ends = Ends::of(write, last_event);
     match &write.created {
-        Some(created) => {
-            connection
-                .prepare_cached(
-                    "INSERT INTO tasks (id, context_id, parent_id, created_by, state, terminal,
-                         active, status_at_ms, status_rev, write_rev, head)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
-                )?
-                .execute(params![
-                    write.task_id,
-                    head.context_id,
-                    created.parent_id,
-                    created.created_by,
-                    head.state,
-                    head.terminal,
-                    head.active,
-                    head.status_at_ms,
-                    revision,
-                    head.document,
-                ])?;
-        }
-        None => update_task(connection, write, revision)?,
+        Some(created) => insert_task(connection, write, created, &ends, revision)?,
+        None => update_task(connection, write, &ends, revision)?,
     }
     append_rows(connection, write)
 }
 
-/// Update a stored task's row. SQLite rewrites the index entries of every column an
-/// UPDATE sets, changed or not, so an indexed column is set only when it may have
-/// changed: a turn that starts and ends in INPUT_REQUIRED does not write a page of
-/// `tasks_by_state`, and a write that changed no status none of the two indexes
-/// ordered by `status_rev`.
-fn update_task(connection: &Connection, write: &TaskWrite, revision: i64) -> rusqlite::Result<()> {
+/// Where a write leaves a task's log, history and events, and where it
+/// must find them.
+struct Ends {
+    /// The first entry's and first message's positions: the stored log
+    /// and history must end just before them.
+    log_from: Option<i64>,
+    history_from: Option<i64>,
+    log_len: Option<i64>,
+    history_len: Option<i64>,
+    event_seq: Option<i64>,
+}
+
+impl Ends {
+    fn of(write: &TaskWrite, last_event: Option<u64>) -> Self {
+        let after = |position: u64| int(position.saturating_add(1));
+        Ends {
+            log_from: write.entries.first().map(|e| int(e.position)),
+            history_from: write.messages.first().map(|m| int(m.position)),
+            log_len: write.entries.last().map(|e| after(e.position)),
+            history_len: write.messages.last().map(|m| after(m.position)),
+            event_seq: last_event.map(int),
+        }
+    }
+}
+
+fn insert_task(
+    connection: &Connection,
+    write: &TaskWrite,
+    created: &Created,
+    ends: &Ends,
+    revision: i64,
+) -> rusqlite::Result<()> {
+    // A new task's log and history start at 0.
+    if ends.log_from.is_some_and(|p| p != 0) || ends.history_from.is_some_and(|p| p != 0) {
+        return Err(constraint(format!(
+            "task {} is created with a log or history that does not start at position 0",
+            write.task_id
+        )));
+    }
+    let head = &write.head;
+    let first_message = write.messages.first().map(|m| &m.message_id);
+    connection
+        .prepare_cached(
+            "INSERT INTO tasks (id, context_id, parent_id, created_by, state, terminal,
+                 active, status_at_ms, status_rev, write_rev, head, first_message_id,
+                 log_len, history_len, event_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )?
+        .execute(params![
+            write.task_id,
+            head.context_id,
+            created.parent_id,
+            created.created_by,
+            head.state,
+            head.terminal,
+            head.active,
+            head.status_at_ms,
+            revision,
+            head.document,
+            first_message,
+            ends.log_len.unwrap_or(0),
+            ends.history_len.unwrap_or(0),
+            ends.event_seq.unwrap_or(0),
+        ])?;
+    Ok(())
+}
+
+/// Update a stored task's row, where its log and history end just before
+/// the write's first entry and message (a step stored twice is refused).
+/// SQLite rewrites the index entries of every column an UPDATE sets,
+/// changed or not, so an indexed column is set only when it may have
+/// changed: a turn that starts and ends in INPUT_REQUIRED does not write a
+/// page of `tasks_by_state`, and a write that changed no status none of the
+/// two indexes ordered by `status_rev`.
+fn update_task(
+    connection: &Connection,
+    write: &TaskWrite,
+    ends: &Ends,
+    revision: i64,
+) -> rusqlite::Result<()> {
     let head = &write.head;
     let updated = connection
         .prepare_cached(
-            "UPDATE tasks SET terminal = ?2, status_at_ms = ?3, write_rev = ?4, head = ?5
-             WHERE id = ?1",
+            "UPDATE tasks SET terminal = ?2, status_at_ms = ?3, write_rev = ?4, head = ?5,
+                 log_len = COALESCE(?6, log_len), history_len = COALESCE(?7, history_len),
+                 event_seq = MAX(event_seq, COALESCE(?8, 0))
+             WHERE id = ?1 AND (?9 IS NULL OR log_len = ?9)
+                 AND (?10 IS NULL OR history_len = ?10)",
         )?
         .execute(params![
             write.task_id,
@@ -867,9 +897,14 @@ fn update_task(connection: &Connection, write: &TaskWrite, revision: i64) -> rus
             head.status_at_ms,
             revision,
             head.document,
+            ends.log_len,
+            ends.history_len,
+            ends.event_seq,
+            ends.log_from,
+            ends.history_from,
         ])?;
     if updated == 0 {
-        return Err(missing_task(&write.task_id));
+        return Err(not_continued(connection, write, ends));
     }
     if head.status_changed {
         connection
@@ -882,39 +917,39 @@ fn update_task(connection: &Connection, write: &TaskWrite, revision: i64) -> rus
     connection
         .prepare_cached("UPDATE tasks SET active = ?2 WHERE id = ?1 AND active IS NOT ?2")?
         .execute(params![write.task_id, head.active])?;
+    if let Some(first) = write.messages.iter().find(|m| m.position == 0) {
+        // A task created before its first message (none is, today).
+        connection
+            .prepare_cached("UPDATE tasks SET first_message_id = ?2 WHERE id = ?1")?
+            .execute(params![write.task_id, first.message_id])?;
+    }
     Ok(())
 }
 
-/// The log entries, messages, artifacts and participants of a write.
+/// Why an update found no row to change: no such task, or a log or history
+/// that ends elsewhere than the write continues it.
+fn not_continued(connection: &Connection, write: &TaskWrite, ends: &Ends) -> rusqlite::Error {
+    let stored: rusqlite::Result<Option<(i64, i64)>> = connection
+        .prepare_cached("SELECT log_len, history_len FROM tasks WHERE id = ?1")
+        .and_then(|mut statement| {
+            statement
+                .query_row([&write.task_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        });
+    match stored {
+        Ok(None) => missing_task(&write.task_id),
+        Ok(Some((log_len, history_len))) => constraint(format!(
+            "task {} has {log_len} log entries and {history_len} messages; the write continues \
+             them at {:?} and {:?}",
+            write.task_id, ends.log_from, ends.history_from
+        )),
+        Err(error) => error,
+    }
+}
+
+/// The artifacts and participants of a write.
 fn append_rows(connection: &Connection, write: &TaskWrite) -> rusqlite::Result<()> {
     let id = &write.task_id;
-    let mut log = connection.prepare_cached(
-        "INSERT INTO task_log (task_id, position, at_ms, kind, change, event_seq, event)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?;
-    for entry in &write.entries {
-        let event = entry.event.as_ref();
-        log.execute(params![
-            id,
-            int(entry.position),
-            entry.at_ms,
-            entry.kind,
-            entry.document,
-            event.map(|e| int(e.seq)),
-            event.map(|e| &e.document),
-        ])?;
-    }
-    let mut messages = connection.prepare_cached(
-        "INSERT INTO messages (task_id, position, message_id, document) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for message in &write.messages {
-        messages.execute(params![
-            id,
-            int(message.position),
-            message.message_id,
-            message.document
-        ])?;
-    }
     let mut artifacts = connection.prepare_cached(
         "INSERT INTO artifacts (task_id, position, document) VALUES (?1, ?2, ?3)",
     )?;
@@ -938,9 +973,13 @@ fn append_rows(connection: &Connection, write: &TaskWrite) -> rusqlite::Result<(
 /// An update of a task that was never created is a bug in the caller;
 /// reported as a constraint violation so it fails alone, as a conflict.
 fn missing_task(id: &str) -> rusqlite::Error {
+    constraint(format!("task {id} does not exist"))
+}
+
+fn constraint(message: String) -> rusqlite::Error {
     rusqlite::Error::SqliteFailure(
         rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
-        Some(format!("task {id} does not exist")),
+        Some(message),
     )
 }
 
@@ -951,8 +990,9 @@ fn purge(connection: &Connection, before_ms: i64) -> rusqlite::Result<Vec<String
         .query_map([before_ms], |row| row.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for table in [
-        "task_log",
-        "messages",
+        "commits",
+        "history",
+        "message_ids",
         "artifacts",
         "participants",
         "push_configs",
@@ -978,22 +1018,19 @@ fn load_task(
     history: Option<usize>,
     artifacts: bool,
 ) -> rusqlite::Result<Option<StoredTask>> {
-    let head: Option<(String, i64)> = connection
-        .prepare_cached("SELECT head, status_rev FROM tasks WHERE id = ?1")?
-        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+    let head: Option<(String, i64, i64)> = connection
+        .prepare_cached("SELECT head, status_rev, history_len FROM tasks WHERE id = ?1")?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
         .optional()?;
-    let Some((head, revision)) = head else {
+    let Some((head, revision, history_len)) = head else {
         return Ok(None);
     };
-    // The newest position, from the primary key: no count over a long
-    // history.
-    let history_len: Option<i64> = connection
-        .prepare_cached("SELECT MAX(position) + 1 FROM messages WHERE task_id = ?1")?
-        .query_row([id], |row| row.get(0))?;
+    let mut history = commits::newest_messages(connection, id, history)?;
+    history.reverse();
     Ok(Some(StoredTask {
         head,
-        history_len: history_len.map_or(0, uint),
-        history: load_history(connection, id, history)?,
+        history_len: uint(history_len),
+        history,
         artifacts: if artifacts {
             load_artifacts(connection, id)?
         } else {
@@ -1001,55 +1038,6 @@ fn load_task(
         },
         revision: uint(revision),
     }))
-}
-
-/// The newest `?2` messages of task `?1`'s history, oldest first.
-const HISTORY: &str = "SELECT document FROM (
-         SELECT position, document FROM messages WHERE task_id = ?1
-         ORDER BY position DESC LIMIT ?2
-     ) ORDER BY position";
-
-fn load_history(
-    connection: &Connection,
-    id: &str,
-    limit: Option<usize>,
-) -> rusqlite::Result<Vec<String>> {
-    // The newest `limit` messages, returned oldest first; -1 is no limit.
-    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let mut statement = connection.prepare_cached(HISTORY)?;
-    let rows = statement.query_map(params![id, limit], |row| row.get(0))?;
-    rows.collect()
-}
-
-/// A task's log from its newest entry back: events are numbered in log order, so the
-/// events after a sequence number are found by walking back to it, reading only what is
-/// returned (and the entries without an event between), with no index of its own.
-pub(super) const LOG_NEWEST_FIRST: &str = "SELECT event_seq, event FROM task_log
-     WHERE task_id = ?1 ORDER BY position DESC";
-
-/// The events of task `id` numbered above `after`, oldest first.
-fn events_after(
-    connection: &Connection,
-    id: &str,
-    after: u64,
-) -> rusqlite::Result<Vec<StoredEvent>> {
-    let mut statement = connection.prepare_cached(LOG_NEWEST_FIRST)?;
-    let mut rows = statement.query([id])?;
-    let mut events = Vec::new();
-    while let Some(row) = rows.next()? {
-        let Some(seq) = row.get::<_, Option<i64>>(0)?.map(uint) else {
-            continue;
-        };
-        if seq <= after {
-            break;
-        }
-        events.push(StoredEvent {
-            seq,
-            document: row.get(1)?,
-        });
-    }
-    events.reverse();
-    Ok(events)
 }
 
 fn load_artifacts(connection: &Connection, id: &str) -> rusqlite::Result<Vec<String>> {
@@ -1194,7 +1182,7 @@ mod tests {
         assert!(matches!(answer(last_answer), Ok(Outcome::Done)));
         let stored: Vec<(String, String)> = writer
             .connection
-            .prepare("SELECT task_id, message_id FROM messages ORDER BY task_id")
+            .prepare("SELECT task_id, message_id FROM message_ids ORDER BY task_id")
             .expect("prepares")
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
             .expect("reads")
@@ -1350,28 +1338,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_history_read_is_compiled_once_whatever_its_limit() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        drop(migrated(dir.path()));
-        let readers = Readers {
-            path: dir.path().join("t.db"),
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(READERS)),
-        };
-        let connection = readers.open().expect("opens");
-        // A worker starting reads 32 messages, a turn 64, GetTask what it
-        // asks for: one cached statement, bound to each in turn.
-        for limit in [32, 64, 32, 64, 5] {
-            let history = load_history(&connection, "t1", Some(limit)).expect("reads");
-            assert!(history.is_empty());
-        }
-        let statement = connection
-            .prepare_cached(HISTORY)
-            .expect("the statement load_history cached");
-        assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
-    }
-
     /// The pages committing `write` added to the WAL (from an empty one).
     fn pages_written(
         connection: &Connection,
@@ -1435,36 +1401,134 @@ mod tests {
         assert!(pages_written(&connection, &path, &change, 503) > 1);
     }
 
-    /// A task whose log has `entries` entries, every other one with an event.
+    /// A follow-up as the agent loop writes it, with documents of the sizes
+    /// it writes: five log entries (two with events) and two messages.
+    fn follow_up(task: &str, turn: u64) -> TaskWrite {
+        let document = |bytes: usize| format!("\"{}\"", "x".repeat(bytes));
+        let entries = [
+            (200, None),
+            (110, Some(200)),
+            (110, None),
+            (60, None),
+            (470, Some(640)),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(n, (change, event))| LogEntry {
+            position: 5 * turn + n as u64 + 2,
+            at_ms: 1,
+            kind: "status".into(),
+            document: document(change),
+            event: event.map(|bytes| StoredEvent {
+                seq: 2 * turn + 2 + u64::from(n == 4),
+                document: document(bytes),
+            }),
+        })
+        .collect();
+        let messages = [170, 345]
+            .into_iter()
+            .enumerate()
+            .map(|(n, bytes)| super::super::StoredMessage {
+                position: 2 * turn + n as u64 + 1,
+                message_id: format!("{task}-{turn}-{n}"),
+                document: document(bytes),
+            })
+            .collect();
+        let mut write = create(task, "alice", "first");
+        write.created = None;
+        write.participants = None;
+        write.entries = entries;
+        write.messages = messages;
+        write.head.state = "input-required".into();
+        write.head.active = false;
+        write.head.document = document(870);
+        write
+    }
+
+    #[test]
+    fn a_follow_up_writes_a_bounded_number_of_pages_whatever_the_history() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let connection = migrated(dir.path());
+        let path = dir.path().join("t.db");
+        // Twenty conversations taking turns, as the write-amplification
+        // bench drives them: each one's rows interleave with the others'.
+        let tasks: Vec<String> = (0..20).map(|n| format!("task-{n:02}")).collect();
+        let mut revision = 0;
+        connection.execute_batch("BEGIN").expect("begins");
+        for task in &tasks {
+            revision += 1;
+            write_task(&connection, &create(task, "alice", "first"), revision).expect("creates");
+        }
+        for turn in 0..12 {
+            for task in &tasks {
+                revision += 1;
+                write_task(&connection, &follow_up(task, turn), revision).expect("writes");
+            }
+        }
+        connection.execute_batch("COMMIT").expect("commits");
+        let mut pages = 0;
+        for task in &tasks {
+            revision += 1;
+            pages += pages_written(&connection, &path, &follow_up(task, 12), revision);
+        }
+        let per_follow_up = pages as f64 / tasks.len() as f64;
+        // A row per entry and per message, keyed by task, took 15.8 pages
+        // (leaf splits in the middle of three B-trees, overflow pages); the
+        // log as one row at the end of its table and the messages as one
+        // row by task, 11.
+        assert!(
+            per_follow_up <= 12.0,
+            "a follow-up wrote {per_follow_up} WAL pages"
+        );
+    }
+
+    /// A task whose log has `entries` entries, one per commit, every other
+    /// one with an event, and a message in every fourth commit.
     fn logged(connection: &Connection, id: &str, entries: u64) {
-        let mut insert = connection
-            .prepare("INSERT INTO task_log VALUES (?1, ?2, 0, 'status', '{}', ?3, ?4)")
-            .expect("prepares");
         for position in 0..entries {
-            let seq = (position % 2 == 1).then_some(int(position.div_ceil(2)));
-            let event = seq.map(|seq| format!("{{\"seq\":{seq}}}"));
-            insert
-                .execute(params![id, int(position), seq, event])
-                .expect("inserts");
+            let seq = (position % 2 == 1).then_some(position.div_ceil(2));
+            let entry = LogEntry {
+                position,
+                at_ms: 0,
+                kind: "status".into(),
+                document: "{}".into(),
+                event: seq.map(|seq| StoredEvent {
+                    seq,
+                    document: format!("{{\"seq\":{seq}}}"),
+                }),
+            };
+            let message = (position % 4 == 0).then(|| super::super::StoredMessage {
+                position: position / 4,
+                message_id: format!("m{position}"),
+                document: format!("{{\"n\":{}}}", position / 4),
+            });
+            commits::append(connection, id, &[entry], message.as_slice()).expect("appends");
         }
     }
 
-    /// The virtual machine steps `events_after` took for the events above `after`.
+    /// The virtual machine steps `read` took through the cached statement `sql`.
+    fn steps<T>(connection: &Connection, sql: &str, read: impl FnOnce() -> T) -> (T, i32) {
+        let before = connection
+            .prepare_cached(sql)
+            .expect("prepares")
+            .get_status(StatementStatus::VmStep);
+        let read = read();
+        let after = connection
+            .prepare_cached(sql)
+            .expect("prepares")
+            .get_status(StatementStatus::VmStep);
+        (read, after - before)
+    }
+
+    /// The events `events_after` returned above `after`, and the steps it took.
     fn steps_reading(connection: &Connection, id: &str, after: u64) -> (Vec<u64>, i32) {
-        let cached = connection
-            .prepare_cached(LOG_NEWEST_FIRST)
-            .expect("prepares");
-        let before = cached.get_status(StatementStatus::VmStep);
-        drop(cached);
-        let seqs = events_after(connection, id, after)
-            .expect("reads")
-            .into_iter()
-            .map(|event| event.seq)
-            .collect();
-        let cached = connection
-            .prepare_cached(LOG_NEWEST_FIRST)
-            .expect("prepares");
-        (seqs, cached.get_status(StatementStatus::VmStep) - before)
+        steps(connection, commits::NEWEST_EVENTS_FIRST, || {
+            commits::events_after(connection, id, after)
+                .expect("reads")
+                .into_iter()
+                .map(|event| event.seq)
+                .collect()
+        })
     }
 
     #[test]
@@ -1488,5 +1552,28 @@ mod tests {
             (1..=10).collect::<Vec<_>>()
         );
         assert!(steps_reading(&connection, "long", 1000).0.is_empty());
+    }
+
+    #[test]
+    fn the_newest_messages_are_read_from_the_historys_end_whatever_its_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let connection = migrated(dir.path());
+        logged(&connection, "short", 20);
+        logged(&connection, "long", 2_000);
+        let newest = |id: &str, limit| {
+            steps(&connection, commits::NEWEST_MESSAGES_FIRST, || {
+                commits::newest_messages(&connection, id, limit).expect("reads")
+            })
+        };
+        let (short, short_steps) = newest("short", Some(3));
+        assert_eq!(short, ["{\"n\":4}", "{\"n\":3}", "{\"n\":2}"]);
+        let (long, long_steps) = newest("long", Some(3));
+        assert_eq!(long, ["{\"n\":499}", "{\"n\":498}", "{\"n\":497}"]);
+        assert_eq!(
+            long_steps, short_steps,
+            "reading a history's newest messages walked more of a longer one"
+        );
+        assert_eq!(newest("short", None).0.len(), 5);
+        assert!(newest("long", Some(0)).0.is_empty());
     }
 }

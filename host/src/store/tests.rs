@@ -470,26 +470,108 @@ async fn push_cursors_start_at_the_latest_event_and_only_move_forward() {
     }
 }
 
+/// A database of schema version 5 at `path`, holding what `rows` (SQL)
+/// writes into its tables, then changed by `older` (SQL) into an earlier
+/// version if that is what the test needs.
+fn legacy_database(path: &std::path::Path, rows: &str, older: &str) {
+    drop(SqliteStore::open(path, Synchronous::Normal).expect("opens"));
+    rusqlite::Connection::open(path)
+        .expect("opens")
+        .execute_batch(&format!(
+            "DROP INDEX tasks_by_first_message;
+             DROP TABLE commits;
+             DROP TABLE history;
+             DROP TABLE message_ids;
+             ALTER TABLE tasks DROP COLUMN first_message_id;
+             ALTER TABLE tasks DROP COLUMN log_len;
+             ALTER TABLE tasks DROP COLUMN history_len;
+             ALTER TABLE tasks DROP COLUMN event_seq;
+             {}
+             {rows}
+             PRAGMA user_version = 5;
+             {older}",
+            schema::LEGACY_TABLES,
+        ))
+        .expect("the older database is written");
+}
+
+/// The tables SQLite keeps, besides its own.
+fn tables(path: &std::path::Path) -> Vec<String> {
+    rusqlite::Connection::open(path)
+        .expect("opens")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+             ORDER BY name",
+        )
+        .expect("prepares")
+        .query_map([], |row| row.get(0))
+        .expect("lists")
+        .collect::<Result<_, _>>()
+        .expect("reads")
+}
+
+fn version(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .expect("opens")
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("reads")
+}
+
+/// Task `t1` as version 5 kept it: created by alice, `messages` messages
+/// (`m0`, `r1`, `m2`, ...) and `entries` log entries, every other one with
+/// an event.
+fn legacy_task(messages: u64, entries: u64) -> String {
+    let mut rows = String::from(
+        "INSERT INTO tasks (id, context_id, parent_id, created_by, state, terminal, active,
+             status_at_ms, status_rev, write_rev, head)
+         VALUES ('t1', 'ctx', NULL, 'alice', 'input-required', 0, 0, 10, 1, 1,
+             '{\"state\":\"input-required\"}');",
+    );
+    for position in 0..messages {
+        let id = legacy_message_id(position);
+        rows.push_str(&format!(
+            "INSERT INTO messages VALUES ('t1', {position}, '{id}', '{{\"messageId\":\"{id}\"}}');"
+        ));
+    }
+    for position in 0..entries {
+        let event = match position % 2 {
+            1 => {
+                let seq = position.div_ceil(2);
+                format!("{seq}, '{{\"seq\":{seq}}}'")
+            }
+            _ => "NULL, NULL".into(),
+        };
+        rows.push_str(&format!(
+            "INSERT INTO task_log VALUES ('t1', {position}, 1, 'status', '{{}}', {event});"
+        ));
+    }
+    rows
+}
+
+fn legacy_message_id(position: u64) -> String {
+    match position % 2 {
+        0 => format!("m{position}"),
+        _ => format!("r{position}"),
+    }
+}
+
 #[tokio::test]
 async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("v1.db");
     // Version 1 is version 2 without the cursors.
-    drop(SqliteStore::open(&path, Synchronous::Normal).expect("opens"));
-    rusqlite::Connection::open(&path)
-        .expect("opens")
-        .execute_batch(
-            "ALTER TABLE push_configs DROP COLUMN delivered_seq;
-             DROP INDEX messages_first;
-             CREATE INDEX messages_by_id ON messages (message_id);
-             INSERT INTO task_log VALUES ('t', 0, 1, 'created', '{}', NULL, NULL);
-             INSERT INTO task_log VALUES ('t', 1, 1, 'status', '{}', 7, '{}');
-             INSERT INTO push_configs VALUES ('t', 'c', '{}');
-             INSERT INTO push_configs VALUES ('quiet', 'c', '{}');
-             DROP TABLE counters;
-             PRAGMA user_version = 1;",
-        )
-        .expect("version 1 written");
+    legacy_database(
+        &path,
+        "INSERT INTO task_log VALUES ('t', 0, 1, 'created', '{}', NULL, NULL);
+         INSERT INTO task_log VALUES ('t', 1, 1, 'status', '{}', 7, '{}');
+         INSERT INTO push_configs VALUES ('t', 'c', '{}', 0);
+         INSERT INTO push_configs VALUES ('quiet', 'c', '{}', 0);",
+        "ALTER TABLE push_configs DROP COLUMN delivered_seq;
+         DROP INDEX messages_first;
+         CREATE INDEX messages_by_id ON messages (message_id);
+         DROP TABLE counters;
+         PRAGMA user_version = 1;",
+    );
     let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
     let mut cursors: Vec<(String, u64)> = store
         .push_configs()
@@ -500,82 +582,58 @@ async fn a_version_1_database_gets_delivery_cursors_at_its_latest_events() {
         .collect();
     cursors.sort();
     assert_eq!(cursors, [("quiet".to_owned(), 0), ("t".to_owned(), 7)]);
+    assert_eq!(store.log("t".into()).await.expect("reads").len(), 2);
     drop(store);
-    assert_eq!(message_indexes(&path), ["messages_first"]);
+    assert_eq!(version(&path), schema::VERSION);
     // Opening again finds the current version and changes nothing.
     let again = SqliteStore::open(&path, Synchronous::Normal).expect("reopens");
     assert_eq!(again.push_configs().await.expect("reads").len(), 2);
 }
 
 #[tokio::test]
-async fn a_version_2_database_indexes_only_first_messages_by_id_and_still_finds_them() {
+async fn a_version_2_database_still_finds_a_resent_first_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("v2.db");
-    {
-        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
-        store
-            .commit(vec![create("t1", "alice", "m1")])
-            .await
-            .expect("commit");
-    }
     // Version 2 indexed every message's id.
-    rusqlite::Connection::open(&path)
-        .expect("opens")
-        .execute_batch(
-            "DROP INDEX messages_first;
-             CREATE INDEX messages_by_id ON messages (message_id);
-             DROP TABLE counters;
-             PRAGMA user_version = 2;",
-        )
-        .expect("version 2 written");
-    assert_eq!(message_indexes(&path), ["messages_by_id"]);
+    legacy_database(
+        &path,
+        &legacy_task(1, 2),
+        "DROP INDEX messages_first;
+         CREATE INDEX messages_by_id ON messages (message_id);
+         DROP TABLE counters;
+         PRAGMA user_version = 2;",
+    );
     let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
     let found = store
         .find_message(MessageLookup::Started {
             created_by: "alice".into(),
-            message_id: "m1".into(),
+            message_id: "m0".into(),
         })
         .await
         .expect("reads");
     assert_eq!(found.as_deref(), Some("t1"));
     drop(store);
-    assert_eq!(message_indexes(&path), ["messages_first"]);
-    let version: i64 = rusqlite::Connection::open(&path)
-        .expect("opens")
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .expect("reads");
-    assert_eq!(version, 5);
+    assert_eq!(version(&path), schema::VERSION);
 }
 
 #[tokio::test]
-async fn a_version_4_database_drops_the_log_event_index_and_keeps_its_events() {
+async fn a_version_4_database_keeps_its_events_and_starts_a_webhook_after_the_latest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("v4.db");
-    {
-        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
-        let mut more = update("t1", "working", 20);
-        more.entries = vec![entry(2, None), entry(3, Some(2)), entry(4, Some(3))];
-        store
-            .commit(vec![create("t1", "alice", "m1"), more])
-            .await
-            .expect("commit");
-    }
     // Version 4 indexed the log's events.
-    rusqlite::Connection::open(&path)
-        .expect("opens")
-        .execute_batch(
-            "CREATE INDEX task_log_events ON task_log (task_id, event_seq)
-                 WHERE event_seq IS NOT NULL;
-             PRAGMA user_version = 4;",
-        )
-        .expect("version 4 written");
+    legacy_database(
+        &path,
+        &legacy_task(1, 7),
+        "CREATE INDEX task_log_events ON task_log (task_id, event_seq)
+             WHERE event_seq IS NOT NULL;
+         PRAGMA user_version = 4;",
+    );
     let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
     let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
     let all = store.events_after("t1".into(), 0).await.expect("reads");
     assert_eq!(seqs(all), [1, 2, 3]);
     let owed = store.events_after("t1".into(), 1).await.expect("reads");
     assert_eq!(seqs(owed), [2, 3]);
-    // A new push config starts after the latest event, found without the index.
     let config = StoredPushConfig {
         task_id: "t1".into(),
         config_id: "c".into(),
@@ -583,20 +641,89 @@ async fn a_version_4_database_drops_the_log_event_index_and_keeps_its_events() {
     };
     assert_eq!(store.put_push_config(config).await.expect("writes"), 3);
     drop(store);
-    let connection = rusqlite::Connection::open(&path).expect("opens");
-    let log_indexes: i64 = connection
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'task_log'
-             AND sql IS NOT NULL",
-            [],
-            |row| row.get(0),
-        )
-        .expect("reads");
-    assert_eq!(log_indexes, 0, "only the log's primary key is left");
-    let version: i64 = connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .expect("reads");
-    assert_eq!(version, 5);
+    assert_eq!(version(&path), schema::VERSION);
+}
+
+#[tokio::test]
+async fn a_version_5_conversation_moves_to_commits_whole_and_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v5.db");
+    // Long enough for several chunks of each, of different numbers.
+    let (messages, entries) = (41, 100);
+    legacy_database(&path, &legacy_task(messages, entries), "");
+    let store = SqliteStore::open(&path, Synchronous::Normal).expect("upgrades");
+    let names = tables(&path);
+    assert!(
+        !names
+            .iter()
+            .any(|name| name == "task_log" || name == "messages"),
+        "{names:?}"
+    );
+    let ids = |history: &[String]| {
+        history
+            .iter()
+            .map(|document| {
+                let message: serde_json::Value = serde_json::from_str(document).expect("JSON");
+                message["messageId"].as_str().expect("an id").to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    let whole = store
+        .load("t1".into(), None)
+        .await
+        .expect("reads")
+        .expect("t1");
+    assert_eq!(whole.history_len, messages);
+    assert_eq!(
+        ids(&whole.history),
+        (0..messages).map(legacy_message_id).collect::<Vec<_>>()
+    );
+    let newest = store
+        .load("t1".into(), Some(3))
+        .await
+        .expect("reads")
+        .expect("t1");
+    assert_eq!(ids(&newest.history), ["m38", "r39", "m40"]);
+    let log = store.log("t1".into()).await.expect("reads");
+    assert_eq!(
+        log.iter().map(|e| e.position).collect::<Vec<_>>(),
+        (0..entries).collect::<Vec<_>>()
+    );
+    let owed = store.events_after("t1".into(), 47).await.expect("reads");
+    assert_eq!(owed.iter().map(|e| e.seq).collect::<Vec<_>>(), [48, 49, 50]);
+    assert_eq!(
+        store
+            .message("t1".into(), "r17".into())
+            .await
+            .expect("reads")
+            .as_deref(),
+        Some("{\"messageId\":\"r17\"}")
+    );
+    let lookup = |id: &str| MessageLookup::InTask {
+        task_id: "t1".into(),
+        message_id: id.into(),
+    };
+    assert!(
+        store
+            .find_message(lookup("m40"))
+            .await
+            .expect("reads")
+            .is_some()
+    );
+    // The conversation goes on where it stopped, and only there.
+    let mut next = update("t1", "input-required", 20);
+    next.messages = vec![message(messages, "m41")];
+    next.entries = vec![entry(entries, Some(51))];
+    store.commit(vec![next.clone()]).await.expect("continues");
+    let again = store.commit(vec![next]).await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    let task = store
+        .load("t1".into(), Some(1))
+        .await
+        .expect("reads")
+        .expect("t1");
+    assert_eq!(task.history, ["{\"messageId\":\"m41\"}"]);
+    assert_eq!(task.history_len, messages + 1);
 }
 
 #[tokio::test]
@@ -613,24 +740,10 @@ async fn a_resent_first_message_is_found_through_the_first_message_index() {
         .collect::<Result<_, _>>()
         .expect("reads");
     assert!(
-        plan.iter().any(|step| step.contains("messages_first")),
-        "the lookup does not use messages_first: {plan:?}"
+        plan.iter()
+            .any(|step| step.contains("tasks_by_first_message")),
+        "the lookup does not use tasks_by_first_message: {plan:?}"
     );
-}
-
-/// The indexes SQLite keeps on `messages`, besides its keys.
-fn message_indexes(path: &std::path::Path) -> Vec<String> {
-    rusqlite::Connection::open(path)
-        .expect("opens")
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'
-             AND sql IS NOT NULL ORDER BY name",
-        )
-        .expect("prepares")
-        .query_map([], |row| row.get(0))
-        .expect("lists")
-        .collect::<Result<_, _>>()
-        .expect("reads")
 }
 
 #[tokio::test]
@@ -739,7 +852,7 @@ async fn a_full_database_refuses_writes_as_unavailable() {
     big.messages = vec![StoredMessage {
         position: 1,
         message_id: "big".into(),
-        document: "x".repeat(1 << 20),
+        document: format!("\"{}\"", "x".repeat(1 << 20)),
     }];
     let capped =
         SqliteStore::open_with_pragmas(&path, &format!("PRAGMA max_page_count = {};", pages + 2))

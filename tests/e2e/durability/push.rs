@@ -479,7 +479,7 @@ async fn wait_for_cursor(harness: &Harness, task: &str, config: &str) {
         let (cursor, latest): (i64, i64) = db
             .query_row(
                 "SELECT delivered_seq,
-                        (SELECT MAX(event_seq) FROM task_log WHERE task_id = ?1)
+                        (SELECT event_seq FROM tasks WHERE id = ?1)
                  FROM push_configs WHERE task_id = ?1 AND config_id = ?2",
                 [task, config],
                 |row| Ok((row.get(0)?, row.get(1)?)),
