@@ -19,11 +19,54 @@
 //! they are, not escaped: a row reads back with `sqlite3` and its JSON
 //! functions, and a document comes back byte for byte as it was written.
 
+use std::cell::Cell;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{LogEntry, StoredEvent, StoredMessage};
+
+/// The bytes a read may still return: a read of the history stops early
+/// once it has spent them, and whoever gave the budget reads again without
+/// one (`sqlite::SqliteStore::read_small`).
+pub(super) struct Budget {
+    left: Cell<usize>,
+    exhausted: Cell<bool>,
+}
+
+impl Budget {
+    pub(super) fn unbounded() -> Self {
+        Self::bytes(usize::MAX)
+    }
+
+    pub(super) fn bytes(bytes: usize) -> Self {
+        Budget {
+            left: Cell::new(bytes),
+            exhausted: Cell::new(false),
+        }
+    }
+
+    /// Spend `bytes`; `false` (and from then on [`Budget::exhausted`]) if
+    /// there were not that many left.
+    pub(super) fn spend(&self, bytes: usize) -> bool {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                true
+            }
+            None => {
+                self.exhausted.set(true);
+                false
+            }
+        }
+    }
+
+    /// Whether a read stopped short for want of bytes: its answer is not whole.
+    pub(super) fn exhausted(&self) -> bool {
+        self.exhausted.get()
+    }
+}
 
 /// Append a row of `entries` to the log and a row of `messages` to the
 /// history of task `task_id` (each only if there are any), and index the
@@ -79,6 +122,7 @@ pub(super) fn newest_messages(
     connection: &Connection,
     task_id: &str,
     limit: Option<usize>,
+    budget: &Budget,
 ) -> rusqlite::Result<Vec<String>> {
     let mut newest = Vec::new();
     if limit == Some(0) {
@@ -88,6 +132,9 @@ pub(super) fn newest_messages(
     let mut rows = statement.query([task_id])?;
     while let Some(row) = rows.next()? {
         let array = row.get_ref(0)?.as_str()?;
+        if !budget.spend(array.len()) {
+            return Ok(newest);
+        }
         let ends = row.get_ref(1)?.as_str()?;
         let documents = decode_messages(array, ends).map_err(unreadable)?;
         for document in documents.into_iter().rev() {
@@ -152,6 +199,7 @@ pub(super) fn message(
     connection: &Connection,
     task_id: &str,
     message_id: &str,
+    budget: &Budget,
 ) -> rusqlite::Result<Option<String>> {
     let found: Option<(i64, i64, String, String)> = connection
         .prepare_cached(
@@ -167,6 +215,9 @@ pub(super) fn message(
     let Some((index, row, array, ends)) = found else {
         return Ok(None);
     };
+    if !budget.spend(array.len()) {
+        return Ok(None);
+    }
     let documents = decode_messages(&array, &ends).map_err(unreadable)?;
     let document = usize::try_from(index)
         .ok()

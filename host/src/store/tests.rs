@@ -162,6 +162,48 @@ async fn a_commit_reads_back_with_history_limits_and_events() {
 }
 
 #[tokio::test]
+async fn a_history_larger_than_a_quick_read_comes_back_whole() {
+    for (name, store, _dir) in backends().await {
+        store
+            .commit(vec![create("t1", "alice", "m0")])
+            .await
+            .expect(name);
+        // 60 messages of 10 KB: more than SQLite reads on the asking task.
+        let mut more = update("t1", "input-required", 20);
+        more.messages = (1..=60)
+            .map(|position| StoredMessage {
+                position,
+                message_id: format!("m{position}"),
+                document: format!("{{\"text\":\"{}\"}}", "y".repeat(10_000)),
+            })
+            .collect();
+        store.commit(vec![more]).await.expect(name);
+        // A first read leaves a connection idle, so the next starts on this
+        // task and must go elsewhere to finish.
+        assert!(store.head("t1".into()).await.expect(name).is_some());
+        let whole = store
+            .load("t1".into(), None)
+            .await
+            .expect(name)
+            .expect(name);
+        assert_eq!(whole.history.len(), 61, "{name}");
+        assert_eq!(whole.history[0], "{\"messageId\":\"m0\"}", "{name}");
+        let newest = store
+            .load("t1".into(), Some(2))
+            .await
+            .expect(name)
+            .expect(name);
+        assert_eq!(newest.history.len(), 2, "{name}");
+        assert_eq!(newest.history_len, 61, "{name}");
+        let big = store.message("t1".into(), "m60".into()).await.expect(name);
+        assert!(
+            big.is_some_and(|document| document.len() > 10_000),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_repeated_message_id_refuses_the_whole_commit() {
     for (name, store, _dir) in backends().await {
         store
