@@ -33,7 +33,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params, params_from_iter};
 use serde::Deserialize;
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::checkpoint::{self, Nudge};
 use super::commits::{self, Budget};
@@ -233,10 +233,7 @@ impl SqliteStore {
     ) -> StoreFuture<'_, T> {
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
-            let permit = Arc::clone(&readers.permits)
-                .acquire_owned()
-                .await
-                .map_err(|_| StoreError::Unavailable("the store is closing".into()))?;
+            let permit = readers.permit().await?;
             let budget = Budget::bytes(INLINE_READ_BYTES);
             match readers.try_inline(|connection| read(connection, &budget)) {
                 Some(Ok(value)) if !budget.exhausted() => return Ok(value),
@@ -244,12 +241,10 @@ impl SqliteStore {
                 // Too large, or a lock to wait for, or no idle connection.
                 Some(_) | None => {}
             }
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                readers.with(|connection| read(connection, &Budget::unbounded()))
+            Readers::off_the_workers(readers, permit, move |connection| {
+                read(connection, &Budget::unbounded())
             })
             .await
-            .map_err(|error| StoreError::Unavailable(format!("a read failed: {error}")))?
         })
     }
 
@@ -260,16 +255,8 @@ impl SqliteStore {
     ) -> StoreFuture<'_, T> {
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
-            let permit = Arc::clone(&readers.permits)
-                .acquire_owned()
-                .await
-                .map_err(|_| StoreError::Unavailable("the store is closing".into()))?;
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                readers.with(read)
-            })
-            .await
-            .map_err(|error| StoreError::Unavailable(format!("a read failed: {error}")))?
+            let permit = readers.permit().await?;
+            Readers::off_the_workers(readers, permit, read).await
         })
     }
 }
@@ -524,6 +511,29 @@ struct Readers {
 }
 
 impl Readers {
+    /// A place among the reads that run at once.
+    async fn permit(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("the store is closing".into()))
+    }
+
+    /// Run `read` on a pooled connection on the blocking pool, holding
+    /// `permit` until it is done.
+    async fn off_the_workers<T: Send + 'static>(
+        readers: Arc<Readers>,
+        permit: OwnedSemaphorePermit,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            readers.with(read)
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("a read failed: {error}")))?
+    }
+
     fn with<T>(
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
@@ -1244,7 +1254,7 @@ mod tests {
     use rusqlite::StatementStatus;
 
     use super::*;
-    use crate::store::tests::create;
+    use crate::store::tests::{create, entry};
 
     fn migrated(dir: &Path) -> Connection {
         let connection =
@@ -1582,16 +1592,7 @@ mod tests {
     fn logged(connection: &Connection, id: &str, entries: u64) {
         for position in 0..entries {
             let seq = (position % 2 == 1).then_some(position.div_ceil(2));
-            let entry = LogEntry {
-                position,
-                at_ms: 0,
-                kind: "status".into(),
-                document: "{}".into(),
-                event: seq.map(|seq| StoredEvent {
-                    seq,
-                    document: format!("{{\"seq\":{seq}}}"),
-                }),
-            };
+            let entry = entry(position, seq);
             let message = (position % 4 == 0).then(|| super::super::StoredMessage {
                 position: position / 4,
                 message_id: format!("m{position}"),

@@ -24,7 +24,7 @@ fn message(position: u64, id: &str) -> StoredMessage {
     }
 }
 
-fn entry(position: u64, seq: Option<u64>) -> LogEntry {
+pub(super) fn entry(position: u64, seq: Option<u64>) -> LogEntry {
     LogEntry {
         position,
         at_ms: 1,
