@@ -769,6 +769,56 @@ async fn a_version_5_conversation_moves_to_commits_whole_and_goes_on() {
 }
 
 #[tokio::test]
+async fn a_sqlite_write_that_does_not_continue_the_log_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+    store
+        .commit(vec![create("t1", "alice", "m1")])
+        .await
+        .expect("creates");
+    // Log entries only, no message: a step the Temporal engine retried.
+    let mut step = update("t1", "working", 20);
+    step.entries = vec![entry(2, Some(2)), entry(3, None)];
+    store.commit(vec![step.clone()]).await.expect("continues");
+    let again = store.commit(vec![step]).await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    // A gap is refused too.
+    let mut gap = update("t1", "working", 30);
+    gap.entries = vec![entry(9, None)];
+    let refused = store.commit(vec![gap]).await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict(_))),
+        "{refused:?}"
+    );
+    let log = store.log("t1".into()).await.expect("reads");
+    assert_eq!(
+        log.iter().map(|e| e.position).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+}
+
+#[tokio::test]
+async fn a_database_of_a_newer_version_is_refused_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    drop(SqliteStore::open(&path, Synchronous::Normal).expect("opens"));
+    let newer = schema::VERSION + 1;
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch(&format!("PRAGMA user_version = {newer};"))
+        .expect("marks it newer");
+    let refused = SqliteStore::open(&path, Synchronous::Normal);
+    let Err(StoreError::Unavailable(reason)) = &refused else {
+        panic!("a newer database was opened");
+    };
+    assert!(
+        reason.contains(&format!("schema version {newer}")),
+        "{reason}"
+    );
+    assert_eq!(version(&path), newer, "the refusal changed the database");
+}
+
+#[tokio::test]
 async fn a_resent_first_message_is_found_through_the_first_message_index() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.db");
