@@ -24,9 +24,11 @@
 //! Run: `tests/bench/run.sh` (installs the SDK, then runs this), or
 //! `cargo bench --bench side_by_side -- [--quick] [--rounds N] [--seconds S]
 //! [--turns 10,1000,10000] [--conversations N] [--no-sdk] [--out FILE]
-//! [--only PHASE,...]`, where the phases are `throughput`, `first-event`,
-//! `turn-cost`, `memory`, `startup`, `token-to-sse` and `write-amplification`
-//! (all by default).
+//! [--only PHASE,...] [--scenarios new,follow-up,status] [--connections
+//! 1,16,256]`, where the phases are `throughput`, `first-event`, `turn-cost`,
+//! `memory`, `startup`, `token-to-sse` and `write-amplification` (all by
+//! default). `--scenarios` and `--connections` narrow the throughput phase to
+//! some of its cells, for a profiler attached to one of them.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -99,6 +101,17 @@ enum Scenario {
 }
 
 impl Scenario {
+    const ALL: [Scenario; 3] = [Scenario::New, Scenario::FollowUp, Scenario::Status];
+
+    /// The name `--scenarios` takes.
+    fn flag(self) -> &'static str {
+        match self {
+            Scenario::New => "new",
+            Scenario::FollowUp => "follow-up",
+            Scenario::Status => "status",
+        }
+    }
+
     fn label(self) -> &'static str {
         match self {
             Scenario::New => "new conversation",
@@ -117,6 +130,9 @@ struct Options {
     out: Option<PathBuf>,
     /// The phases to run; empty runs them all.
     only: Vec<String>,
+    /// The throughput phase's cells.
+    scenarios: Vec<Scenario>,
+    connections: Vec<usize>,
 }
 
 /// The phases `--only` names, in the order they run.
@@ -173,6 +189,32 @@ impl Options {
                     })
                     .collect::<anyhow::Result<_>>()?,
                 None => Vec::new(),
+            },
+            scenarios: match value("--scenarios") {
+                Some(list) => list
+                    .split(',')
+                    .map(|name| {
+                        let name = name.trim();
+                        Scenario::ALL
+                            .into_iter()
+                            .find(|scenario| scenario.flag() == name)
+                            .with_context(|| {
+                                format!("--scenarios {name}: they are new, follow-up, status")
+                            })
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+                None => Scenario::ALL.to_vec(),
+            },
+            connections: match value("--connections") {
+                Some(list) => list
+                    .split(',')
+                    .map(|n| {
+                        n.trim()
+                            .parse()
+                            .with_context(|| format!("--connections {list}"))
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+                None => CONNECTIONS.to_vec(),
             },
         })
     }
@@ -439,8 +481,8 @@ async fn throughput_phase(
 ) -> anyhow::Result<()> {
     eprintln!("throughput ...");
     let throughput = &mut report.throughput;
-    for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
-        for connections in CONNECTIONS {
+    for &scenario in &options.scenarios {
+        for &connections in &options.connections {
             let mut rounds: BTreeMap<Kind, Vec<Load>> = BTreeMap::new();
             for _ in 0..options.rounds {
                 for (&kind, server) in servers {
@@ -545,8 +587,18 @@ fn print_throughput(report: &Report) {
          SQLite req/s (p50 / p99 ms) | SQLite / memory | memory / SDK | SQLite / SDK |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
-    for scenario in [Scenario::New, Scenario::FollowUp, Scenario::Status] {
-        for connections in CONNECTIONS {
+    let mut measured: Vec<usize> = report.throughput.iter().map(|t| t.connections).collect();
+    measured.sort_unstable();
+    measured.dedup();
+    for scenario in Scenario::ALL {
+        for &connections in &measured {
+            if !report
+                .throughput
+                .iter()
+                .any(|t| t.scenario == scenario && t.connections == connections)
+            {
+                continue;
+            }
             let cell = |kind| {
                 find(scenario, connections, kind).map_or("-".to_owned(), |t| {
                     format!(
