@@ -33,7 +33,7 @@ pub mod chat;
 pub mod commands;
 pub mod config;
 pub mod domain;
-mod heap;
+pub mod heap;
 pub mod hooks;
 pub mod model;
 pub mod outbound;

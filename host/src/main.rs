@@ -19,6 +19,22 @@ use tiny_harness::server::{self, ServerSettings};
 use tiny_harness::task::{Participant, Role, TaskService, TaskView};
 use tiny_harness::tools::ToolSources;
 
+#[global_allocator]
+static ALLOCATOR: tiny_harness::heap::Allocator = tiny_harness::heap::Allocator {};
+
+/// The allocator's options are set before anything allocates (see
+/// `heap::use_mimalloc`): the loader runs `.init_array` entries before `main`.
+#[cfg(target_os = "linux")]
+#[used]
+#[allow(unsafe_code)]
+#[unsafe(link_section = ".init_array")]
+static TUNE_ALLOCATOR: extern "C" fn() = {
+    extern "C" fn tune() {
+        tiny_harness::heap::use_mimalloc();
+    }
+    tune
+};
+
 /// An A2A agent server whose command bodies are sandboxed WebAssembly plugins.
 #[derive(Parser)]
 #[command(version, about)]
@@ -212,6 +228,8 @@ enum PluginsCommand {
 }
 
 fn main() -> ExitCode {
+    // Off Linux, the first call (there is no `.init_array`); on it, a repeat.
+    tiny_harness::heap::use_mimalloc();
     let cli = Cli::parse();
     // A server reports what it loaded and serves; the one-shot commands stay quiet.
     init_tracing(match cli.command {
@@ -368,7 +386,11 @@ fn start(
     // Tokens of MCP servers and delegates, like model keys, before anything starts.
     let tool_settings = config.tool_sources()?;
 
-    let tokio = tokio::runtime::Runtime::new()?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // A worker about to sleep gives its allocator's free pages back if a sweep asked.
+        .on_thread_park(tiny_harness::heap::on_worker_park)
+        .build()?;
     // The tool sources, the service and the plugin watch start background work, which
     // needs the runtime.
     let service = {
