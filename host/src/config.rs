@@ -65,6 +65,7 @@
 //! idle_timeout_secs = 300          # a parked task leaves memory after this
 //! accept_commit_delay_ms = 10      # a quick turn stores its message with its reply
 //! max_wal_mib = 64                 # the write-ahead log starts over past this
+//! cache_mib = 32                   # conversations being read, kept in memory (0: off)
 //! # retain_terminal_days = 30      # default: keep finished tasks forever
 //! # url = "postgres://tiny@db:5432/tiny"  # PostgreSQL instead of path (feature `postgres`)
 //! # password_env = "TINY_HARNESS_DB_PASSWORD"
@@ -135,8 +136,8 @@ use crate::outbound::ExtraRoots;
 use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{
-    DEFAULT_MAX_WAL_MIB, PostgresLocation, SqliteOptions, StoreError, StoreLocation, StoreOptions,
-    Synchronous,
+    DEFAULT_CACHE_MIB, DEFAULT_MAX_WAL_MIB, PostgresLocation, SqliteOptions, StoreError,
+    StoreLocation, StoreOptions, Synchronous,
 };
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 use crate::tools::ToolSourceSettings;
@@ -309,6 +310,10 @@ pub struct StoreConfig {
     /// MiB the SQLite write-ahead log may hold before a checkpoint makes it start over (and
     /// the size its file is cut back to). Default 64, at least 1.
     pub max_wal_mib: u32,
+    /// MiB of documents the SQLite store keeps of the conversations being read (their
+    /// heads, histories and artifacts), kept in step with every commit; the least recently
+    /// used goes first, and an idle server empties it. Default 32; 0 turns it off.
+    pub cache_mib: u32,
     /// Days a finished (completed, failed, canceled, rejected) task is kept after it ended.
     /// Default: forever.
     pub retain_terminal_days: Option<u32>,
@@ -579,6 +584,7 @@ impl Default for StoreConfig {
             idle_timeout_secs: 300,
             accept_commit_delay_ms: 10,
             max_wal_mib: DEFAULT_MAX_WAL_MIB,
+            cache_mib: DEFAULT_CACHE_MIB,
             retain_terminal_days: None,
             url: None,
             password_env: None,
@@ -800,7 +806,8 @@ impl Config {
         };
         StoreOptions {
             location,
-            sqlite: SqliteOptions::bounded(self.store.synchronous, self.store.max_wal_mib),
+            sqlite: SqliteOptions::bounded(self.store.synchronous, self.store.max_wal_mib)
+                .cached(self.store.cache_mib),
             shared: false,
         }
     }

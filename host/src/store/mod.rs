@@ -28,6 +28,7 @@
 
 mod checkpoint;
 mod commits;
+mod hot;
 mod lock;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -40,6 +41,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use hot::DEFAULT_CACHE_MIB;
 pub use memory::MemoryStore;
 pub use sqlite::{DEFAULT_MAX_WAL_MIB, SqliteOptions, SqliteStore, Synchronous};
 

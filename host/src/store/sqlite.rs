@@ -15,6 +15,9 @@
 //!   task that asks; a large one, or one that would wait for a lock, on
 //!   `spawn_blocking` ([`SqliteStore::read_small`]).
 //!
+//! * The tasks being read are cached whole, kept in step by the writer
+//!   (`hot`), so a busy conversation's turns and answers read no pages.
+//!
 //! * Before the database is opened, the store takes its exclusive lock
 //!   (`lock`): a second server on the same file is refused before it reads
 //!   or writes anything, with the holder's process id. Dropping the store
@@ -37,6 +40,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::checkpoint::{self, Nudge};
 use super::commits::{self, Budget};
+use super::hot::{DEFAULT_CACHE_MIB, HotTasks};
 use super::lock::DatabaseLock;
 use super::schema;
 use super::{
@@ -81,6 +85,9 @@ pub struct SqliteOptions {
     /// rather than from its process's memory. Never for the embedded engine:
     /// two servers there would each run the other's tasks.
     pub shared: bool,
+    /// The bytes of documents the cache of hot tasks holds (`hot`); 0
+    /// turns it off. A shared store has none: other processes write it.
+    pub cache_bytes: usize,
 }
 
 impl SqliteOptions {
@@ -95,6 +102,15 @@ impl SqliteOptions {
             synchronous,
             max_wal_bytes: u64::from(max_wal_mib) << 20,
             shared: false,
+            cache_bytes: (DEFAULT_CACHE_MIB as usize) << 20,
+        }
+    }
+
+    /// The same, with a cache of hot tasks of `cache_mib` MiB (0: none).
+    pub fn cached(self, cache_mib: u32) -> Self {
+        SqliteOptions {
+            cache_bytes: (cache_mib as usize) << 20,
+            ..self
         }
     }
 
@@ -133,6 +149,8 @@ impl Synchronous {
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     readers: Arc<Readers>,
+    /// None on a shared store, or with the cache turned off.
+    hot: Option<Arc<HotTasks>>,
     /// This process's claim on the database (alone, or a share of it), for
     /// as long as the store lives.
     _lock: DatabaseLock,
@@ -184,7 +202,9 @@ impl SqliteStore {
             wal_pages(&connection, options.max_wal_bytes).map_err(|e| opening(e.to_string()))?;
         let checkpoints =
             checkpoint::spawn(checkpoints, max_wal_pages).map_err(|e| opening(e.to_string()))?;
-        let writer = Writer::new(connection, checkpoints, options.shared)
+        let hot = (!options.shared && options.cache_bytes > 0)
+            .then(|| Arc::new(HotTasks::new(options.cache_bytes)));
+        let writer = Writer::new(connection, checkpoints, options.shared, hot.clone())
             .map_err(|e| opening(e.to_string()))?;
         let (jobs, queue) = mpsc::channel();
         thread::Builder::new()
@@ -198,6 +218,7 @@ impl SqliteStore {
                 idle: Mutex::new(Vec::new()),
                 permits: Arc::new(Semaphore::new(READERS)),
             }),
+            hot,
             _lock: lock,
         })
     }
@@ -284,24 +305,46 @@ impl TaskStore for SqliteStore {
         Box::pin(async move { done.await.map(|_| ()) })
     }
 
-    /// The writer's page cache is emptied; the idle readers are closed (a
-    /// read opens one again).
+    /// The writer's page cache and the hot tasks are emptied; the idle
+    /// readers are closed (a read opens one again).
     fn release_memory(&self) -> StoreFuture<'_, ()> {
         self.readers.pool().clear();
+        if let Some(hot) = &self.hot {
+            hot.clear();
+        }
         let released = self.write(Action::ReleaseMemory);
         Box::pin(async move { released.await.map(|_| ()) })
     }
 
     fn load(&self, task_id: String, history: Option<usize>) -> StoreFuture<'_, Option<StoredTask>> {
-        self.read_small(move |connection, budget| {
+        let hot = self.hot.clone();
+        if let Some(task) = hot.as_ref().and_then(|hot| hot.load(&task_id, history)) {
+            return Box::pin(std::future::ready(Ok(Some(task))));
+        }
+        // Marked before the read starts, for the read to fill the cache.
+        if let Some(hot) = &hot {
+            hot.reading(&task_id);
+        }
+        let id = task_id.clone();
+        let read = self.read_small(move |connection, budget| {
             let read = connection.unchecked_transaction()?;
-            let task = load_task(&read, &task_id, history, true, budget)?;
+            let task = load_task(&read, &id, history, true, budget)?;
             read.finish()?;
             Ok(task)
+        });
+        Box::pin(async move {
+            let task = read.await;
+            if let Some(hot) = hot {
+                hot.read(&task_id, task.as_ref().ok().and_then(Option::as_ref));
+            }
+            task
         })
     }
 
     fn head(&self, task_id: String) -> StoreFuture<'_, Option<String>> {
+        if let Some(head) = self.hot.as_ref().and_then(|hot| hot.head(&task_id)) {
+            return Box::pin(std::future::ready(Ok(Some(head))));
+        }
         self.read_small(move |connection, _| {
             connection
                 .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
@@ -613,6 +656,8 @@ enum Action {
 
 enum Outcome {
     Done,
+    /// The write revision each of a commit's writes took.
+    Committed(Vec<u64>),
     Count(u64),
     /// A push configuration's delivery cursor.
     Cursor(u64),
@@ -623,6 +668,8 @@ enum Outcome {
 struct Writer {
     connection: Connection,
     checkpoints: Nudge,
+    /// Kept in step with every commit, before its job is answered.
+    hot: Option<Arc<HotTasks>>,
     /// The last write revision handed out (see `schema`); on a shared store,
     /// as of this process's last transaction.
     revision: u64,
@@ -630,7 +677,12 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(connection: Connection, checkpoints: Nudge, shared: bool) -> rusqlite::Result<Self> {
+    fn new(
+        connection: Connection,
+        checkpoints: Nudge,
+        shared: bool,
+        hot: Option<Arc<HotTasks>>,
+    ) -> rusqlite::Result<Self> {
         if shared {
             // The counter may lag behind what a process owning the store
             // wrote (it keeps its counter in memory).
@@ -648,6 +700,7 @@ impl Writer {
         Ok(Writer {
             connection,
             checkpoints,
+            hot,
             revision: uint(revision),
             shared,
         })
@@ -705,6 +758,7 @@ impl Writer {
         match self.run_together(&batch) {
             Ok(outcomes) => {
                 for (job, outcome) in batch.into_iter().zip(outcomes) {
+                    self.settled(&job.action, &outcome);
                     let _ = job.reply.send(Ok(outcome));
                 }
             }
@@ -743,13 +797,13 @@ impl Writer {
         let mut jobs = batch.into_iter();
         while let Some(job) = jobs.next() {
             match self.run_job(&job.action) {
-                Ok(outcome) => finished.push((job.reply, Ok(outcome))),
+                Ok(outcome) => finished.push((job, Ok(outcome))),
                 // A conflict fails its own job; its savepoint is undone.
-                Err(error @ StoreError::Conflict(_)) => finished.push((job.reply, Err(error))),
+                Err(error @ StoreError::Conflict(_)) => finished.push((job, Err(error))),
                 Err(error) => {
                     self.abandon(revision);
                     let _ = job.reply.send(Err(error.clone()));
-                    let rest = finished.into_iter().map(|(reply, _)| reply);
+                    let rest = finished.into_iter().map(|(job, _)| job.reply);
                     for reply in rest.chain(jobs.map(|job| job.reply)) {
                         let _ = reply.send(Err(error.clone()));
                     }
@@ -760,13 +814,37 @@ impl Writer {
         if let Err(error) = self.commit() {
             self.abandon(revision);
             let error = classify(error);
-            for (reply, _) in finished {
-                let _ = reply.send(Err(error.clone()));
+            for (job, _) in finished {
+                let _ = job.reply.send(Err(error.clone()));
             }
             return;
         }
-        for (reply, result) in finished {
-            let _ = reply.send(result);
+        for (job, result) in finished {
+            if let Ok(outcome) = &result {
+                self.settled(&job.action, outcome);
+            }
+            let _ = job.reply.send(result);
+        }
+    }
+
+    /// What a committed job changed, told to the cache of hot tasks before
+    /// the job is answered.
+    fn settled(&self, action: &Action, outcome: &Outcome) {
+        let Some(hot) = &self.hot else {
+            return;
+        };
+        match (action, outcome) {
+            (Action::Commit(writes), Outcome::Committed(revisions)) => {
+                for (write, &revision) in writes.iter().zip(revisions) {
+                    hot.committed(write, revision);
+                }
+            }
+            (_, Outcome::Purged(ids)) => {
+                for id in ids {
+                    hot.forget(id);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -814,11 +892,13 @@ impl Writer {
     fn apply(&mut self, action: &Action) -> rusqlite::Result<Outcome> {
         match action {
             Action::Commit(writes) => {
+                let mut revisions = Vec::with_capacity(writes.len());
                 for write in writes {
                     self.revision += 1;
                     write_task(&self.connection, write, self.revision)?;
+                    revisions.push(self.revision);
                 }
-                Ok(Outcome::Done)
+                Ok(Outcome::Committed(revisions))
             }
             Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Purged),
             Action::PutPushConfig(config) => {
@@ -1275,16 +1355,18 @@ mod tests {
         let connection = migrated(dir.path());
         let checkpoints = open_checkpointer(&dir.path().join("t.db")).expect("opens");
         let checkpoints = checkpoint::spawn(checkpoints, 16_384).expect("spawns");
-        let mut writer = Writer::new(connection, checkpoints, false).expect("writer");
+        let mut writer = Writer::new(connection, checkpoints, false, None).expect("writer");
         let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
         // The same task created again: a conflict, in the middle of the batch.
         let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
         let (last, last_answer) = job(vec![create("t2", "bob", "m3")]);
         writer.run_batch(vec![first, again, last]);
         let answer = |mut answer: oneshot::Receiver<_>| answer.try_recv().expect("answered");
-        assert!(matches!(answer(first_answer), Ok(Outcome::Done)));
+        // Each commit answers with the revisions its writes took: the
+        // conflicting job's was given back to the next.
+        assert!(matches!(answer(first_answer), Ok(Outcome::Committed(r)) if r == [1]));
         assert!(matches!(answer(again_answer), Err(StoreError::Conflict(_))));
-        assert!(matches!(answer(last_answer), Ok(Outcome::Done)));
+        assert!(matches!(answer(last_answer), Ok(Outcome::Committed(r)) if r == [2]));
         let stored: Vec<(String, String)> = writer
             .connection
             .prepare("SELECT task_id, message_id FROM message_ids ORDER BY task_id")
@@ -1352,6 +1434,100 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    fn cached(store: &SqliteStore, id: &str) -> bool {
+        store
+            .hot
+            .as_ref()
+            .and_then(|hot| hot.load(id, None))
+            .is_some()
+    }
+
+    /// `id`'s head, set behind the store's back by another connection.
+    fn set_head_behind(path: &Path, id: &str, head: &str) {
+        Connection::open(path)
+            .expect("opens")
+            .execute("UPDATE tasks SET head = ?2 WHERE id = ?1", [id, head])
+            .expect("updates");
+    }
+
+    #[tokio::test]
+    async fn a_task_read_whole_is_answered_from_memory_in_step_with_commits_until_idle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
+        store
+            .commit(vec![create("t", "alice", "m")])
+            .await
+            .expect("creates");
+        let read = |history| store.load("t".into(), history);
+        let first = read(None).await.expect("reads").expect("exists");
+        store
+            .commit(vec![follow_up("t", 0)])
+            .await
+            .expect("follows up");
+        assert!(!cached(&store, "t"), "a first exchange is not kept");
+        let after = read(None).await.expect("reads").expect("exists");
+        assert!(cached(&store, "t"));
+        assert_eq!(after.history.len(), 3);
+        assert_eq!(&after.history[..1], &first.history[..]);
+        let committed = follow_up("t", 0);
+        assert_eq!(after.head, committed.head.document);
+        assert_eq!(
+            read(Some(2)).await.expect("reads").expect("exists").history,
+            [
+                committed.messages[0].document.clone(),
+                committed.messages[1].document.clone()
+            ]
+        );
+
+        // The cache answers, not the database: a change behind the
+        // store's back is not seen until the server goes idle.
+        set_head_behind(&path, "t", "{\"behind\":1}");
+        assert_eq!(read(None).await.expect("reads"), Some(after.clone()));
+        assert_eq!(
+            store.head("t".into()).await.expect("reads"),
+            Some(after.head.clone())
+        );
+        store.release_memory().await.expect("releases");
+        assert_eq!(
+            store.head("t".into()).await.expect("reads").as_deref(),
+            Some("{\"behind\":1}")
+        );
+
+        // Without the cache, every read is the database's.
+        drop(store);
+        let uncached = SqliteStore::open_with_options(
+            &path,
+            SqliteOptions::new(Synchronous::Normal).cached(0),
+        )
+        .expect("opens");
+        assert!(uncached.hot.is_none());
+        uncached.load("t".into(), None).await.expect("reads");
+        set_head_behind(&path, "t", "{\"behind\":2}");
+        let head = uncached.load("t".into(), None).await.expect("reads");
+        assert_eq!(head.map(|t| t.head).as_deref(), Some("{\"behind\":2}"));
+    }
+
+    #[tokio::test]
+    async fn a_purged_task_leaves_the_cache_with_the_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+        store
+            .commit(vec![create("t", "alice", "m")])
+            .await
+            .expect("creates");
+        let mut ended = follow_up("t", 0);
+        ended.head.terminal = true;
+        ended.head.status_at_ms = 1;
+        store.commit(vec![ended]).await.expect("commits");
+        assert!(store.load("t".into(), None).await.expect("reads").is_some());
+        assert!(cached(&store, "t"));
+        assert_eq!(store.purge_terminal(100).await.expect("purges"), ["t"]);
+        assert!(store.load("t".into(), None).await.expect("reads").is_none());
+        assert!(store.head("t".into()).await.expect("reads").is_none());
     }
 
     #[tokio::test]
