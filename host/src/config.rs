@@ -66,6 +66,7 @@
 //! accept_commit_delay_ms = 10      # a quick turn stores its message with its reply
 //! max_wal_mib = 64                 # the write-ahead log starts over past this
 //! cache_mib = 32                   # conversations being read, kept in memory (0: off)
+//! commit_interval_ms = 20          # writes answered from the redo log, committed this often (0: each)
 //! # retain_terminal_days = 30      # default: keep finished tasks forever
 //! # url = "postgres://tiny@db:5432/tiny"  # PostgreSQL instead of path (feature `postgres`)
 //! # password_env = "TINY_HARNESS_DB_PASSWORD"
@@ -136,8 +137,8 @@ use crate::outbound::ExtraRoots;
 use crate::plugins::PluginsConfig;
 use crate::push::PushSettings;
 use crate::store::{
-    DEFAULT_CACHE_MIB, DEFAULT_MAX_WAL_MIB, PostgresLocation, SqliteOptions, StoreError,
-    StoreLocation, StoreOptions, Synchronous,
+    DEFAULT_CACHE_MIB, DEFAULT_COMMIT_INTERVAL_MS, DEFAULT_MAX_WAL_MIB, PostgresLocation,
+    SqliteOptions, StoreError, StoreLocation, StoreOptions, Synchronous,
 };
 use crate::task::{AgentSettings, Durability, TaskLifecycle, TaskLimits, TaskSettings};
 use crate::tools::ToolSourceSettings;
@@ -163,6 +164,11 @@ pub const DEFAULT_STORE_CONNECTIONS: usize = 8;
 /// The longest `[store] accept_commit_delay_ms`: past it, a crash would lose
 /// more than a moment of unacknowledged messages, for no further saving.
 pub const MAX_ACCEPT_COMMIT_DELAY_MS: u64 = 1000;
+
+/// The longest `[store] commit_interval_ms`: the redo log and the writes a
+/// transaction keeps in memory grow with it, and other processes reading
+/// the file see commits this late.
+pub const MAX_COMMIT_INTERVAL_MS: u32 = 1000;
 
 /// The `[store] path` that keeps tasks in memory only.
 pub const MEMORY_STORE: &str = ":memory:";
@@ -314,6 +320,14 @@ pub struct StoreConfig {
     /// heads, histories and artifacts), kept in step with every commit; the least recently
     /// used goes first, and an idle server empties it. Default 32; 0 turns it off.
     pub cache_mib: u32,
+    /// Milliseconds the SQLite store's writer keeps a transaction open: a write is answered
+    /// once it is in the redo log beside the database (as durable as a commit with the same
+    /// `synchronous`), and a commit carries every write of the interval, so a page many of
+    /// them change is written once. Reads see every answered write (a read of a task with
+    /// uncommitted writes commits them first); other processes reading the file see them
+    /// this late. Default [`DEFAULT_COMMIT_INTERVAL_MS`], at most
+    /// [`MAX_COMMIT_INTERVAL_MS`]; 0 commits every batch before it is answered.
+    pub commit_interval_ms: u32,
     /// Days a finished (completed, failed, canceled, rejected) task is kept after it ended.
     /// Default: forever.
     pub retain_terminal_days: Option<u32>,
@@ -585,6 +599,7 @@ impl Default for StoreConfig {
             accept_commit_delay_ms: 10,
             max_wal_mib: DEFAULT_MAX_WAL_MIB,
             cache_mib: DEFAULT_CACHE_MIB,
+            commit_interval_ms: DEFAULT_COMMIT_INTERVAL_MS,
             retain_terminal_days: None,
             url: None,
             password_env: None,
@@ -807,7 +822,8 @@ impl Config {
         StoreOptions {
             location,
             sqlite: SqliteOptions::bounded(self.store.synchronous, self.store.max_wal_mib)
-                .cached(self.store.cache_mib),
+                .cached(self.store.cache_mib)
+                .committing_every(self.store.commit_interval_ms),
             shared: false,
         }
     }
@@ -1036,6 +1052,12 @@ impl StoreConfig {
             return Err(invalid(
                 "store.accept_commit_delay_ms",
                 format!("must be at most {MAX_ACCEPT_COMMIT_DELAY_MS}"),
+            ));
+        }
+        if self.commit_interval_ms > MAX_COMMIT_INTERVAL_MS {
+            return Err(invalid(
+                "store.commit_interval_ms",
+                format!("must be at most {MAX_COMMIT_INTERVAL_MS}"),
             ));
         }
         Ok(())
@@ -1579,6 +1601,10 @@ mod tests {
             (
                 "[store]\naccept_commit_delay_ms = 1001",
                 "store.accept_commit_delay_ms",
+            ),
+            (
+                "[store]\ncommit_interval_ms = 1001",
+                "store.commit_interval_ms",
             ),
             ("[store]\nurl = \"mysql://db/x\"", "store.url"),
             (

@@ -33,8 +33,10 @@ mod lock;
 mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod redo;
 mod schema;
 mod sqlite;
+mod uncommitted;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -43,7 +45,9 @@ use std::sync::Arc;
 
 pub use hot::DEFAULT_CACHE_MIB;
 pub use memory::MemoryStore;
-pub use sqlite::{DEFAULT_MAX_WAL_MIB, SqliteOptions, SqliteStore, Synchronous};
+pub use sqlite::{
+    DEFAULT_COMMIT_INTERVAL_MS, DEFAULT_MAX_WAL_MIB, SqliteOptions, SqliteStore, Synchronous,
+};
 
 /// What every store operation returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

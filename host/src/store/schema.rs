@@ -28,7 +28,8 @@
 //!   of the last event delivered to it (`delivered_seq`): the log is the
 //!   outbox, and a restart resends what comes after.
 //! * `counters`: the last write revision, kept there only while several
-//!   processes share the store.
+//!   processes share the store, and the number of the last redo log record
+//!   the database has (`redo_applied`, see `redo`).
 //!
 //! The version is `PRAGMA user_version`; a newer one than this build knows
 //! is refused rather than misread, an older one is upgraded in place:

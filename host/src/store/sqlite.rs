@@ -1,12 +1,17 @@
 //! The embedded store: one SQLite file in WAL mode.
 //!
 //! * Writes go to one writer thread that owns the only write connection. It
-//!   takes every job waiting in its queue, runs them in one transaction (a
-//!   conflicting job still fails alone: [`Writer::run_batch`]) and commits
-//!   once: group commit. With `synchronous = NORMAL` a commit reaches the OS (the
-//!   WAL is written) but is not fsynced, so it survives the process dying
-//!   (SIGKILL, OOM kill, panic) but not the machine losing power; `FULL`
-//!   fsyncs every commit, and concurrent transitions share that fsync.
+//!   takes every job waiting in its queue and runs them as one batch (a
+//!   conflicting job still fails alone: [`Writer::apply_batch`]): group
+//!   commit. A batch of task writes is answered once it is in the redo log
+//!   (`redo`), in a transaction the writer keeps open for up to
+//!   [`SqliteOptions::commit_interval`], so that one commit carries many
+//!   batches; anything else commits before it is answered. Reads see every
+//!   answered write: a read of a task with uncommitted writes commits them
+//!   first (`uncommitted`). With `synchronous = NORMAL` a redo record or a
+//!   commit reaches the OS but is not fsynced, so it survives the process
+//!   dying (SIGKILL, OOM kill, panic) but not the machine losing power;
+//!   `FULL` fsyncs both, and concurrent writes share that fsync.
 //! * WAL checkpoints run on a thread of their own; the writer only copies
 //!   the last few commits once that thread has caught up, so that the WAL
 //!   can start over while writes never pause (`checkpoint`).
@@ -28,9 +33,10 @@
 //! the store unavailable for that operation, and nothing of it is kept.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
@@ -42,7 +48,9 @@ use super::checkpoint::{self, Nudge};
 use super::commits::{self, Budget};
 use super::hot::{DEFAULT_CACHE_MIB, HotTasks};
 use super::lock::DatabaseLock;
+use super::redo::{Record, RedoLog};
 use super::schema;
+use super::uncommitted::Uncommitted;
 use super::{
     Created, ListPage, ListQuery, LogEntry, MessageLookup, PushConfigRecord, StoreError,
     StoreFuture, StoredEvent, StoredPushConfig, StoredTask, TaskStore, TaskWrite,
@@ -70,6 +78,13 @@ const INLINE_READ_BYTES: usize = 256 * 1024;
 /// The WAL's bound in MiB unless configured (`[store] max_wal_mib`).
 pub const DEFAULT_MAX_WAL_MIB: u32 = 64;
 
+/// How long the writer keeps a transaction open unless configured
+/// (`[store] commit_interval_ms`).
+pub const DEFAULT_COMMIT_INTERVAL_MS: u32 = 20;
+
+/// A transaction commits before its redo log passes this, whatever its age.
+const MAX_REDO_BYTES: u64 = 8 << 20;
+
 /// How to open a SQLite store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
@@ -88,6 +103,11 @@ pub struct SqliteOptions {
     /// The bytes of documents the cache of hot tasks holds (`hot`); 0
     /// turns it off. A shared store has none: other processes write it.
     pub cache_bytes: usize,
+    /// The longest the writer keeps a transaction open, answering for task
+    /// writes once they are in the redo log (`redo`); zero commits every
+    /// batch before it is answered, as does a shared store (other
+    /// processes read it).
+    pub commit_interval: Duration,
 }
 
 impl SqliteOptions {
@@ -103,6 +123,16 @@ impl SqliteOptions {
             max_wal_bytes: u64::from(max_wal_mib) << 20,
             shared: false,
             cache_bytes: (DEFAULT_CACHE_MIB as usize) << 20,
+            commit_interval: Duration::from_millis(DEFAULT_COMMIT_INTERVAL_MS.into()),
+        }
+    }
+
+    /// The same, keeping a transaction open at most `interval_ms` (0: every
+    /// batch commits before it is answered).
+    pub fn committing_every(self, interval_ms: u32) -> Self {
+        SqliteOptions {
+            commit_interval: Duration::from_millis(interval_ms.into()),
+            ..self
         }
     }
 
@@ -147,10 +177,14 @@ impl Synchronous {
 /// The SQLite task store. Cheap to share; dropping the last reference stops
 /// the writer once its queue is empty.
 pub struct SqliteStore {
-    jobs: mpsc::Sender<Job>,
+    /// Before `_lock`: the writer finishes before the lock is released.
+    writer: WriterHandle,
     readers: Arc<Readers>,
     /// None on a shared store, or with the cache turned off.
     hot: Option<Arc<HotTasks>>,
+    /// What the writer answered for but has not committed; None when it
+    /// commits before it answers.
+    uncommitted: Option<Arc<Uncommitted>>,
     /// This process's claim on the database (alone, or a share of it), for
     /// as long as the store lives.
     _lock: DatabaseLock,
@@ -204,21 +238,42 @@ impl SqliteStore {
             checkpoint::spawn(checkpoints, max_wal_pages).map_err(|e| opening(e.to_string()))?;
         let hot = (!options.shared && options.cache_bytes > 0)
             .then(|| Arc::new(HotTasks::new(options.cache_bytes)));
-        let writer = Writer::new(connection, checkpoints, options.shared, hot.clone())
-            .map_err(|e| opening(e.to_string()))?;
+        let redo = RedoLog::open(
+            &RedoLog::path_of(path),
+            options.synchronous == Synchronous::Full,
+        )
+        .map_err(|e| opening(format!("its redo log: {e}")))?;
+        let uncommitted = (!options.shared && !options.commit_interval.is_zero())
+            .then(|| Arc::new(Uncommitted::default()));
+        let defer = uncommitted
+            .clone()
+            .map(|uncommitted| (options.commit_interval, uncommitted));
+        let writer = Writer::new(
+            connection,
+            checkpoints,
+            options.shared,
+            hot.clone(),
+            redo,
+            defer,
+        )
+        .map_err(opening)?;
         let (jobs, queue) = mpsc::channel();
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("task-store-writer".into())
             .spawn(move || writer.run(queue))
             .map_err(|error| opening(error.to_string()))?;
         Ok(SqliteStore {
-            jobs,
+            writer: WriterHandle {
+                jobs: Some(jobs),
+                thread: Some(thread),
+            },
             readers: Arc::new(Readers {
                 path: path.to_owned(),
                 idle: Mutex::new(Vec::new()),
                 permits: Arc::new(Semaphore::new(READERS)),
             }),
             hot,
+            uncommitted,
             _lock: lock,
         })
     }
@@ -226,14 +281,15 @@ impl SqliteStore {
     /// Hand `action` to the writer; resolves once it is committed.
     fn write(&self, action: Action) -> StoreFuture<'_, Outcome> {
         let (reply, answer) = oneshot::channel();
-        let sent = self.jobs.send(Job { action, reply });
+        let sent = self.writer.send(Job { action, reply });
         Box::pin(async move {
-            sent.map_err(|_| writer_gone())?;
+            sent?;
             answer.await.map_err(|_| writer_gone())?
         })
     }
 
-    /// Run `read` on a pooled connection, on the task that asks, if it is
+    /// Run `read` on a pooled connection (once `wait_for` committed what it
+    /// must see: [`SqliteStore::commit_for`]), on the task that asks, if it is
     /// small: it returns at most [`INLINE_READ_BYTES`] and never waits for
     /// a lock. Otherwise (or with no idle connection to take) it runs again
     /// off the async workers, with no budget.
@@ -248,12 +304,16 @@ impl SqliteStore {
     /// connections from 12.5 ms to 9.2 ms. The budget keeps any read that
     /// could hold an async worker for long (a large history, a busy lock:
     /// the connection's busy timeout is zero meanwhile) off it.
-    fn read_small<T: Send + 'static>(
-        &self,
+    fn read_small<'a, T: Send + 'static>(
+        &'a self,
+        wait_for: Option<StoreFuture<'a, Outcome>>,
         read: impl Fn(&Connection, &Budget) -> rusqlite::Result<T> + Send + 'static,
-    ) -> StoreFuture<'_, T> {
+    ) -> StoreFuture<'a, T> {
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
+            if let Some(commit) = wait_for {
+                commit.await?;
+            }
             let permit = readers.permit().await?;
             let budget = Budget::bytes(INLINE_READ_BYTES);
             match readers.try_inline(|connection| read(connection, &budget)) {
@@ -269,17 +329,48 @@ impl SqliteStore {
         })
     }
 
-    /// Run `read` on a pooled connection, off the async workers.
-    fn read<T: Send + 'static>(
-        &self,
+    /// Run `read` on a pooled connection, off the async workers (once
+    /// `wait_for` committed what it must see).
+    fn read<'a, T: Send + 'static>(
+        &'a self,
+        wait_for: Option<StoreFuture<'a, Outcome>>,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> StoreFuture<'_, T> {
+    ) -> StoreFuture<'a, T> {
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
+            if let Some(commit) = wait_for {
+                commit.await?;
+            }
             let permit = readers.permit().await?;
             Readers::off_the_workers(readers, permit, read).await
         })
     }
+}
+
+impl SqliteStore {
+    /// The commit a read that `sees` must wait for first, if any: readers
+    /// see committed data only.
+    fn commit_for(&self, sees: Sees<'_>) -> Option<StoreFuture<'_, Outcome>> {
+        let uncommitted = self.uncommitted.as_ref()?;
+        let needed = match sees {
+            Sees::Committed => false,
+            Sees::Task(task_id) => uncommitted.touches(task_id),
+            Sees::Everything => uncommitted.any(),
+        };
+        needed.then(|| self.write(Action::Flush))
+    }
+}
+
+/// What a read must see of the writes answered for but not yet committed.
+#[derive(Clone, Copy)]
+enum Sees<'a> {
+    /// None of them: it reads what they never change, or looks them up in
+    /// `Uncommitted` itself.
+    Committed,
+    /// Those of one task.
+    Task(&'a str),
+    /// All of them.
+    Everything,
 }
 
 /// Whether `error` is SQLite declining to wait for a lock (busy timeout zero).
@@ -326,7 +417,8 @@ impl TaskStore for SqliteStore {
             hot.reading(&task_id);
         }
         let id = task_id.clone();
-        let read = self.read_small(move |connection, budget| {
+        let wait_for = self.commit_for(Sees::Task(&task_id));
+        let read = self.read_small(wait_for, move |connection, budget| {
             let read = connection.unchecked_transaction()?;
             let task = load_task(&read, &id, history, true, budget)?;
             read.finish()?;
@@ -345,24 +437,31 @@ impl TaskStore for SqliteStore {
         if let Some(head) = self.hot.as_ref().and_then(|hot| hot.head(&task_id)) {
             return Box::pin(std::future::ready(Ok(Some(head))));
         }
-        self.read_small(move |connection, _| {
-            connection
-                .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
-                .query_row([&task_id], |row| row.get(0))
-                .optional()
-        })
+        self.read_small(
+            self.commit_for(Sees::Task(&task_id)),
+            move |connection, _| {
+                connection
+                    .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
+                    .query_row([&task_id], |row| row.get(0))
+                    .optional()
+            },
+        )
     }
 
     fn events_after(&self, task_id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
-        self.read(move |connection| commits::events_after(connection, &task_id, after))
+        self.read(self.commit_for(Sees::Task(&task_id)), move |connection| {
+            commits::events_after(connection, &task_id, after)
+        })
     }
 
     fn log(&self, task_id: String) -> StoreFuture<'_, Vec<LogEntry>> {
-        self.read(move |connection| commits::log(connection, &task_id))
+        self.read(self.commit_for(Sees::Task(&task_id)), move |connection| {
+            commits::log(connection, &task_id)
+        })
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
-        self.read(move |connection| {
+        self.read(self.commit_for(Sees::Everything), move |connection| {
             let read = connection.unchecked_transaction()?;
             let page = list(&read, &query)?;
             read.finish()?;
@@ -370,35 +469,59 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    /// Every `SendMessage` looks its message up: one written since the
+    /// last commit is found among the uncommitted ones, so the lookup never
+    /// waits for a commit.
     fn find_message(&self, lookup: MessageLookup) -> StoreFuture<'_, Option<String>> {
-        self.read_small(move |connection, _| match &lookup {
-            MessageLookup::InTask {
-                task_id,
-                message_id,
-            } => connection
-                .prepare_cached(
-                    "SELECT task_id FROM message_ids WHERE task_id = ?1 AND message_id = ?2",
-                )?
-                .query_row([task_id, message_id], |row| row.get(0))
-                .optional(),
-            MessageLookup::Started {
-                created_by,
-                message_id,
-            } => connection
-                .prepare_cached(STARTED_BY)?
-                .query_row([message_id, created_by], |row| row.get(0))
-                .optional(),
-        })
+        if let Some(uncommitted) = &self.uncommitted {
+            let found = match &lookup {
+                MessageLookup::InTask {
+                    task_id,
+                    message_id,
+                } => uncommitted
+                    .has_message(task_id, message_id)
+                    .then(|| task_id.clone()),
+                MessageLookup::Started {
+                    created_by,
+                    message_id,
+                } => uncommitted.started(created_by, message_id),
+            };
+            if found.is_some() {
+                return Box::pin(std::future::ready(Ok(found)));
+            }
+        }
+        self.read_small(
+            self.commit_for(Sees::Committed),
+            move |connection, _| match &lookup {
+                MessageLookup::InTask {
+                    task_id,
+                    message_id,
+                } => connection
+                    .prepare_cached(
+                        "SELECT task_id FROM message_ids WHERE task_id = ?1 AND message_id = ?2",
+                    )?
+                    .query_row([task_id, message_id], |row| row.get(0))
+                    .optional(),
+                MessageLookup::Started {
+                    created_by,
+                    message_id,
+                } => connection
+                    .prepare_cached(STARTED_BY)?
+                    .query_row([message_id, created_by], |row| row.get(0))
+                    .optional(),
+            },
+        )
     }
 
     fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
-        self.read_small(move |connection, budget| {
-            commits::message(connection, &task_id, &message_id, budget)
-        })
+        self.read_small(
+            self.commit_for(Sees::Task(&task_id)),
+            move |connection, budget| commits::message(connection, &task_id, &message_id, budget),
+        )
     }
 
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
-        self.read(|connection| {
+        self.read(self.commit_for(Sees::Everything), |connection| {
             // Tasks with a turn running or due, then open parents written
             // before one of their finished sub-tasks: they may not have
             // recorded its result. (`parent_id > ''` lets SQLite find the
@@ -451,8 +574,10 @@ impl TaskStore for SqliteStore {
         Box::pin(async move { Ok(matches!(done.await?, Outcome::Count(n) if n > 0)) })
     }
 
+    /// Push configurations are written by jobs that commit before they
+    /// are answered.
     fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
-        self.read(|connection| {
+        self.read(self.commit_for(Sees::Committed), |connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT task_id, config_id, document, delivered_seq FROM push_configs",
             )?;
@@ -471,7 +596,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn push_configs_of(&self, task_id: String) -> StoreFuture<'_, Vec<PushConfigRecord>> {
-        self.read(move |connection| {
+        self.read(self.commit_for(Sees::Committed), move |connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT config_id, document, delivered_seq FROM push_configs WHERE task_id = ?1",
             )?;
@@ -629,6 +754,32 @@ impl Readers {
 
 // --- The writer ------------------------------------------------------------------------------
 
+/// The writer thread and its queue. Dropping it lets the writer finish
+/// (its open transaction committed, the redo log emptied) and waits for
+/// it, so that the next store opened on the file finds it whole.
+struct WriterHandle {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl WriterHandle {
+    fn send(&self, job: Job) -> Result<(), StoreError> {
+        let jobs = self.jobs.as_ref().ok_or_else(writer_gone)?;
+        jobs.send(job).map_err(|_| writer_gone())
+    }
+}
+
+impl Drop for WriterHandle {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            tracing::error!("the task store's writer panicked");
+        }
+    }
+}
+
 /// One unit of work for the writer.
 struct Job {
     action: Action,
@@ -652,6 +803,17 @@ enum Action {
     },
     /// Empty the writer's page cache.
     ReleaseMemory,
+    /// Commit the open transaction: a read needs what it holds.
+    Flush,
+}
+
+impl Action {
+    /// Whether the job may be answered before its transaction commits, its
+    /// writes made durable by the redo log. Only task writes go there;
+    /// anything else commits the transaction it ran in.
+    fn may_defer(&self) -> bool {
+        matches!(self, Action::Commit(_))
+    }
 }
 
 enum Outcome {
@@ -665,45 +827,151 @@ enum Outcome {
     Purged(Vec<String>),
 }
 
+/// Answering for task writes before their commit (see `redo`).
+struct Deferred {
+    redo: RedoLog,
+    /// The longest a transaction stays open.
+    interval: Duration,
+    uncommitted: Arc<Uncommitted>,
+    /// The last redo record the database has (`counters.redo_applied`).
+    applied: u64,
+}
+
+/// The writer's open transaction.
+struct Open {
+    since: Instant,
+    /// The write revision when it began.
+    revision: u64,
+    /// The writes answered for in it, in order: what the redo log holds
+    /// for it, applied again if SQLite loses the transaction.
+    answered: Vec<TaskWrite>,
+}
+
 struct Writer {
     connection: Connection,
     checkpoints: Nudge,
-    /// Kept in step with every commit, before its job is answered.
+    /// Kept in step with every write, before its job is answered.
     hot: Option<Arc<HotTasks>>,
     /// The last write revision handed out (see `schema`); on a shared store,
     /// as of this process's last transaction.
     revision: u64,
     shared: bool,
+    /// None when every batch commits before it is answered.
+    deferred: Option<Deferred>,
+    open: Option<Open>,
+    /// Set once writes answered for could be neither committed nor applied
+    /// again: every job fails from then on, and the next opening of the
+    /// store applies them from the redo log.
+    lost: Option<StoreError>,
 }
 
 impl Writer {
+    /// The writer of `connection`. The writes of `records` the database
+    /// does not have yet are applied first; with `defer`, batches of task
+    /// writes are then answered once they are in `redo`, and committed
+    /// within its interval.
     fn new(
         connection: Connection,
         checkpoints: Nudge,
         shared: bool,
         hot: Option<Arc<HotTasks>>,
-    ) -> rusqlite::Result<Self> {
+        (mut redo, records): (RedoLog, Vec<Record>),
+        defer: Option<(Duration, Arc<Uncommitted>)>,
+    ) -> Result<Self, String> {
+        let sql = |error: rusqlite::Error| error.to_string();
         if shared {
             // The counter may lag behind what a process owning the store
             // wrote (it keeps its counter in memory).
-            connection.execute_batch(
-                "BEGIN IMMEDIATE;
-                 UPDATE counters SET value = MAX(value, (SELECT COALESCE(MAX(write_rev), 0) FROM tasks))
-                     WHERE name = 'write_rev';
-                 COMMIT;",
-            )?;
+            connection
+                .execute_batch(
+                    "BEGIN IMMEDIATE;
+                     UPDATE counters SET value = MAX(value, (SELECT COALESCE(MAX(write_rev), 0) FROM tasks))
+                         WHERE name = 'write_rev';
+                     COMMIT;",
+                )
+                .map_err(sql)?;
         }
-        let revision: i64 =
-            connection.query_row("SELECT COALESCE(MAX(write_rev), 0) FROM tasks", [], |row| {
+        let revision: i64 = connection
+            .query_row("SELECT COALESCE(MAX(write_rev), 0) FROM tasks", [], |row| {
                 row.get(0)
-            })?;
-        Ok(Writer {
+            })
+            .map_err(sql)?;
+        let mut writer = Writer {
             connection,
             checkpoints,
             hot,
             revision: uint(revision),
             shared,
-        })
+            deferred: None,
+            open: None,
+            lost: None,
+        };
+        let applied = writer.replay(&redo, &records).map_err(|error| {
+            format!(
+                "the redo log {} holds writes the database refuses ({error}); \
+                 move it aside to open the store without them",
+                redo.path().display()
+            )
+        })?;
+        redo.continue_after(applied);
+        match defer {
+            Some((interval, uncommitted)) => {
+                redo.start_over();
+                writer.deferred = Some(Deferred {
+                    redo,
+                    interval,
+                    uncommitted,
+                    applied,
+                });
+            }
+            None => redo.close().map_err(|error| error.to_string())?,
+        }
+        Ok(writer)
+    }
+
+    /// Apply the writes of the redo log's `records` the database does not
+    /// have (a crash before their commit); returns the last record the
+    /// database has since.
+    fn replay(&mut self, redo: &RedoLog, records: &[Record]) -> rusqlite::Result<u64> {
+        let applied = |connection: &Connection| -> rusqlite::Result<u64> {
+            let applied = connection
+                .query_row(
+                    "SELECT value FROM counters WHERE name = 'redo_applied'",
+                    [],
+                    |row| row.get::<_, i64>(0),
+                )
+                .optional()?;
+            Ok(applied.map_or(0, uint))
+        };
+        let Some(last) = records.last().map(|record| record.seq) else {
+            return applied(&self.connection);
+        };
+        let revision = self.revision;
+        let mut replayed = 0;
+        // Inside the transaction: on a shared store, another process may
+        // have applied them meanwhile.
+        let done = self.begin().and_then(|()| {
+            let before = applied(&self.connection)?;
+            let due = records.iter().filter(|record| record.seq > before);
+            for write in due.flat_map(|record| &record.writes) {
+                self.revision += 1;
+                write_task(&self.connection, write, self.revision)?;
+                replayed += 1;
+            }
+            let after = before.max(last);
+            record_applied(&self.connection, after)?;
+            self.commit()?;
+            Ok(after)
+        });
+        let after = done.inspect_err(|_| self.abandon(revision))?;
+        if replayed > 0 {
+            tracing::info!(
+                writes = replayed,
+                redo = %redo.path().display(),
+                "the task store applied writes answered for before a restart"
+            );
+        }
+        Ok(after)
     }
 
     /// Start a write transaction; on a shared store, from the revision the
@@ -730,10 +998,10 @@ impl Writer {
         self.connection.execute_batch("COMMIT")
     }
 
-    /// Take jobs until every sender is gone, as many per transaction as are
-    /// waiting: while one transaction commits, the next batch queues up.
+    /// Take jobs until every sender is gone, as many per batch as are
+    /// waiting: while one batch is made durable, the next queues up.
     fn run(mut self, queue: mpsc::Receiver<Job>) {
-        while let Ok(first) = queue.recv() {
+        while let Some(first) = self.next_job(&queue) {
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match queue.try_recv() {
@@ -742,93 +1010,311 @@ impl Writer {
                 }
             }
             self.run_batch(batch);
-            if self.checkpoints.take_catch_up() {
-                checkpoint::catch_up(&self.connection);
+        }
+        self.close();
+    }
+
+    /// The next job, committing the open transaction meanwhile once it is
+    /// due; `None` once every sender is gone.
+    fn next_job(&mut self, queue: &mpsc::Receiver<Job>) -> Option<Job> {
+        loop {
+            let Some(due) = self.commit_due() else {
+                return queue.recv().ok();
+            };
+            match queue.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(job) => return Some(job),
+                // A failed commit is told to the jobs that wait for it, and
+                // none waits for this one.
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.commit_open();
+                }
+                Err(RecvTimeoutError::Disconnected) => return None,
             }
-            self.checkpoints.committed();
         }
     }
 
-    /// Commit `batch` in one transaction. Conflicts are rare (a resend that
-    /// raced its original), so the jobs first run together with nothing
-    /// between them; only if one conflicts does the batch run again with a
-    /// savepoint per job, so that one fails alone. (Savepoints are not free:
-    /// each keeps a journal of the pages it changes.)
+    /// When the open transaction must commit.
+    fn commit_due(&self) -> Option<Instant> {
+        let open = self.open.as_ref()?;
+        Some(open.since + self.deferred.as_ref()?.interval)
+    }
+
+    /// The store is closing: what is open commits, and the redo log, then
+    /// empty, is emptied.
+    fn close(&mut self) {
+        let committed = self.commit_open();
+        if let (Ok(()), None, Some(deferred)) = (committed, &self.lost, &mut self.deferred)
+            && let Err(error) = deferred.redo.close()
+        {
+            tracing::warn!(%error, "the task store's redo log was not emptied");
+        }
+    }
+
+    /// Run `batch` in the open transaction (opening one), make it durable
+    /// (in the redo log, or committed) and answer its jobs.
     fn run_batch(&mut self, batch: Vec<Job>) {
-        match self.run_together(&batch) {
-            Ok(outcomes) => {
-                for (job, outcome) in batch.into_iter().zip(outcomes) {
-                    self.settled(&job.action, &outcome);
-                    let _ = job.reply.send(Ok(outcome));
-                }
-            }
-            Err(StoreError::Conflict(_)) if batch.len() > 1 => self.run_apart(batch),
-            Err(error) => fail_all(batch, &error),
+        if let Some(error) = &self.lost {
+            return fail_all(batch, error);
         }
-    }
-
-    /// Every job of `batch` in one transaction; any error undoes them all.
-    fn run_together(&mut self, batch: &[Job]) -> Result<Vec<Outcome>, StoreError> {
-        let revision = self.revision;
-        self.begin().map_err(|error| {
-            self.abandon(revision);
-            classify(error)
-        })?;
-        let applied = batch
+        // A page cache is only emptied with no transaction changing it.
+        let releases = batch
             .iter()
-            .map(|job| self.apply(&job.action))
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .and_then(|outcomes| self.commit().map(|()| outcomes));
-        applied.map_err(|error| {
-            self.abandon(revision);
-            classify(error)
-        })
-    }
-
-    /// Every job of `batch` in one transaction, each in a savepoint: a
-    /// conflicting job fails alone, any other error fails them all.
-    fn run_apart(&mut self, batch: Vec<Job>) {
-        let revision = self.revision;
-        if let Err(error) = self.begin() {
-            self.abandon(revision);
-            return fail_all(batch, &classify(error));
+            .any(|job| matches!(job.action, Action::ReleaseMemory));
+        if releases && let Err(error) = self.commit_open() {
+            return fail_all(batch, &error);
         }
-        let mut finished = Vec::with_capacity(batch.len());
-        let mut jobs = batch.into_iter();
-        while let Some(job) = jobs.next() {
-            match self.run_job(&job.action) {
-                Ok(outcome) => finished.push((job, Ok(outcome))),
-                // A conflict fails its own job; its savepoint is undone.
-                Err(error @ StoreError::Conflict(_)) => finished.push((job, Err(error))),
-                Err(error) => {
-                    self.abandon(revision);
-                    let _ = job.reply.send(Err(error.clone()));
-                    let rest = finished.into_iter().map(|(job, _)| job.reply);
-                    for reply in rest.chain(jobs.map(|job| job.reply)) {
-                        let _ = reply.send(Err(error.clone()));
-                    }
-                    return;
+        if let Err(error) = self.open_transaction() {
+            return fail_all(batch, &error);
+        }
+        let results = match self.apply_batch(&batch) {
+            Ok(results) => results,
+            Err(error) => {
+                // Without deferred commits, nothing answered is left in it.
+                if self.deferred.is_none()
+                    && let Some(open) = self.open.take()
+                {
+                    self.abandon(open.revision);
                 }
+                return fail_all(batch, &error);
             }
+        };
+        if let Err(error) = self.make_durable(&batch, &results) {
+            return fail_all(batch, &error);
         }
-        if let Err(error) = self.commit() {
-            self.abandon(revision);
-            let error = classify(error);
-            for (job, _) in finished {
-                let _ = job.reply.send(Err(error.clone()));
-            }
-            return;
-        }
-        for (job, result) in finished {
+        for (job, result) in batch.into_iter().zip(results) {
+            let answered = result.is_ok();
             if let Ok(outcome) = &result {
                 self.settled(&job.action, outcome);
             }
             let _ = job.reply.send(result);
+            // Still open: the batch's writes are in the redo log.
+            if let (true, Some(open), Action::Commit(writes)) =
+                (answered, &mut self.open, job.action)
+            {
+                open.answered.extend(writes);
+            }
         }
     }
 
-    /// What a committed job changed, told to the cache of hot tasks before
-    /// the job is answered.
+    fn open_transaction(&mut self) -> Result<(), StoreError> {
+        if self.open.is_some() {
+            return Ok(());
+        }
+        let revision = self.revision;
+        if let Err(error) = self.begin() {
+            self.abandon(revision);
+            return Err(classify(error));
+        }
+        self.open = Some(Open {
+            since: Instant::now(),
+            revision: self.revision,
+            answered: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Every job of `batch` in a savepoint of the open transaction.
+    /// Conflicts are rare (a resend that raced its original), so the jobs
+    /// first run together with nothing between them; only if one conflicts
+    /// does the batch run again with a savepoint per job, so that it fails
+    /// alone. (Savepoints are not free: each keeps a journal of the pages it
+    /// changes.) Any other error fails the whole batch.
+    fn apply_batch(
+        &mut self,
+        batch: &[Job],
+    ) -> Result<Vec<Result<Outcome, StoreError>>, StoreError> {
+        let revision = self.revision;
+        self.connection
+            .execute_batch("SAVEPOINT batch")
+            .map_err(|error| self.failed(classify(error)))?;
+        let together = batch
+            .iter()
+            .map(|job| self.apply(&job.action))
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(classify);
+        let results = match together {
+            Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+            Err(StoreError::Conflict(_)) if batch.len() > 1 => {
+                if !self.roll_back_batch(revision, "ROLLBACK TO batch") {
+                    return Err(self.failed(StoreError::Unavailable(
+                        "the task store's transaction was rolled back".into(),
+                    )));
+                }
+                self.apply_apart(batch, revision)?
+            }
+            Err(error) => return Err(self.batch_failed(revision, error)),
+        };
+        self.connection
+            .execute_batch("RELEASE batch")
+            .map_err(|error| self.failed(classify(error)))?;
+        Ok(results)
+    }
+
+    /// The jobs of `batch` again, each in a savepoint of its own inside the
+    /// batch's: a conflict fails its job alone.
+    fn apply_apart(
+        &mut self,
+        batch: &[Job],
+        revision: u64,
+    ) -> Result<Vec<Result<Outcome, StoreError>>, StoreError> {
+        let mut results = Vec::with_capacity(batch.len());
+        for job in batch {
+            match self.run_job(&job.action) {
+                Err(error) if !matches!(error, StoreError::Conflict(_)) => {
+                    return Err(self.batch_failed(revision, error));
+                }
+                result => results.push(result),
+            }
+        }
+        Ok(results)
+    }
+
+    /// Undo the batch's changes with `sql` (keeping its savepoint for
+    /// another try, or not); `false` if SQLite had rolled back the whole
+    /// transaction itself (a full disk, an I/O error).
+    fn roll_back_batch(&mut self, revision: u64, sql: &str) -> bool {
+        self.revision = revision;
+        !self.connection.is_autocommit() && self.connection.execute_batch(sql).is_ok()
+    }
+
+    /// `error` failed the batch: its changes are undone, with the
+    /// transaction's if SQLite rolled it back.
+    fn batch_failed(&mut self, revision: u64, error: StoreError) -> StoreError {
+        match self.roll_back_batch(revision, "ROLLBACK TO batch; RELEASE batch") {
+            true => error,
+            false => self.failed(error),
+        }
+    }
+
+    /// `error` ended the open transaction, or left it unusable: it is rolled
+    /// back, and the writes answered for in it are applied again.
+    fn failed(&mut self, error: StoreError) -> StoreError {
+        let Some(open) = self.open.take() else {
+            return error;
+        };
+        self.abandon(open.revision);
+        if open.answered.is_empty() {
+            return error;
+        }
+        let revision = self.revision;
+        let applied = self.begin().and_then(|()| {
+            for write in &open.answered {
+                self.revision += 1;
+                write_task(&self.connection, write, self.revision)?;
+            }
+            self.record_applied()?;
+            self.commit()
+        });
+        match applied {
+            Ok(()) => self.committed(),
+            Err(again) => {
+                self.abandon(revision);
+                let redo = self
+                    .deferred
+                    .as_ref()
+                    .map(|d| d.redo.path().display().to_string());
+                let lost = StoreError::Unavailable(format!(
+                    "writes already answered for could not be committed ({again}); the store \
+                     refuses writes until it is opened again, which applies them from {}",
+                    redo.unwrap_or_default()
+                ));
+                tracing::error!(%lost, "the task store stopped writing");
+                self.lost = Some(lost);
+            }
+        }
+        error
+    }
+
+    /// Make a batch that ran durable before its jobs are answered: its
+    /// writes appended to the redo log, or the transaction committed (when
+    /// it is due, or the batch holds more than task writes).
+    fn make_durable(
+        &mut self,
+        batch: &[Job],
+        results: &[Result<Outcome, StoreError>],
+    ) -> Result<(), StoreError> {
+        if self.may_defer(batch) {
+            let writes: Vec<&TaskWrite> = batch
+                .iter()
+                .zip(results)
+                .filter(|(_, result)| result.is_ok())
+                .flat_map(|(job, _)| match &job.action {
+                    Action::Commit(writes) => writes.as_slice(),
+                    _ => &[],
+                })
+                .collect();
+            let Some(deferred) = &mut self.deferred else {
+                return self.commit_open();
+            };
+            if writes.is_empty() {
+                return Ok(());
+            }
+            match deferred.redo.append(&writes) {
+                Ok(()) => {
+                    deferred.uncommitted.add(writes);
+                    return Ok(());
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the task store's redo log refused a batch; it commits instead");
+                }
+            }
+        }
+        self.commit_open()
+    }
+
+    /// Whether `batch` may be answered before the open transaction commits.
+    fn may_defer(&self, batch: &[Job]) -> bool {
+        let (Some(deferred), Some(open)) = (&self.deferred, &self.open) else {
+            return false;
+        };
+        batch.iter().all(|job| job.action.may_defer())
+            && open.since.elapsed() < deferred.interval
+            && deferred.redo.len() < MAX_REDO_BYTES
+    }
+
+    /// Commit the open transaction, if any.
+    fn commit_open(&mut self) -> Result<(), StoreError> {
+        if self.open.is_none() {
+            return Ok(());
+        }
+        match self.record_applied().and_then(|()| self.commit()) {
+            Ok(()) => {
+                self.open = None;
+                self.committed();
+                Ok(())
+            }
+            Err(error) => Err(self.failed(classify(error))),
+        }
+    }
+
+    /// The last redo record into the transaction, if it changed.
+    fn record_applied(&mut self) -> rusqlite::Result<()> {
+        let Some(deferred) = &mut self.deferred else {
+            return Ok(());
+        };
+        let last = deferred.redo.last_seq();
+        if last != deferred.applied {
+            record_applied(&self.connection, last)?;
+        }
+        Ok(())
+    }
+
+    /// After a commit: the redo log starts over, the checkpointer hears of
+    /// it, and the writer catches up with it if asked.
+    fn committed(&mut self) {
+        if let Some(deferred) = &mut self.deferred {
+            deferred.applied = deferred.redo.last_seq();
+            deferred.redo.start_over();
+            deferred.uncommitted.clear();
+        }
+        if self.checkpoints.take_catch_up() {
+            checkpoint::catch_up(&self.connection);
+        }
+        self.checkpoints.committed();
+    }
+
+    /// What a job changed, told to the cache of hot tasks before the job is
+    /// answered.
     fn settled(&self, action: &Action, outcome: &Outcome) {
         let Some(hot) = &self.hot else {
             return;
@@ -938,6 +1424,7 @@ impl Writer {
                 }
                 Ok(Outcome::Done)
             }
+            Action::Flush => Ok(Outcome::Done),
             Action::DeletePushConfig { task_id, config_id } => {
                 let deleted = self
                     .connection
@@ -955,6 +1442,18 @@ fn fail_all(batch: Vec<Job>, error: &StoreError) {
     for job in batch {
         let _ = job.reply.send(Err(error.clone()));
     }
+}
+
+/// Record, in the transaction, that the database has the redo log's
+/// records up to `seq`.
+fn record_applied(connection: &Connection, seq: u64) -> rusqlite::Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO counters (name, value) VALUES ('redo_applied', ?1)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        )?
+        .execute([int(seq)])?;
+    Ok(())
 }
 
 /// Store one task's write at write revision `revision`: its log entries and
@@ -1349,36 +1848,64 @@ mod tests {
         (Job { action, reply }, answer)
     }
 
-    #[test]
-    fn a_conflicting_job_fails_alone_and_the_rest_of_its_batch_commits() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let connection = migrated(dir.path());
-        let checkpoints = open_checkpointer(&dir.path().join("t.db")).expect("opens");
+    /// A writer on a new database in `dir`, answering from its redo log
+    /// with `uncommitted` (committing every batch without).
+    fn writer(dir: &Path, uncommitted: Option<Arc<Uncommitted>>) -> Writer {
+        let connection = migrated(dir);
+        let checkpoints = open_checkpointer(&dir.join("t.db")).expect("opens");
         let checkpoints = checkpoint::spawn(checkpoints, 16_384).expect("spawns");
-        let mut writer = Writer::new(connection, checkpoints, false, None).expect("writer");
-        let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
-        // The same task created again: a conflict, in the middle of the batch.
-        let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
-        let (last, last_answer) = job(vec![create("t2", "bob", "m3")]);
-        writer.run_batch(vec![first, again, last]);
-        let answer = |mut answer: oneshot::Receiver<_>| answer.try_recv().expect("answered");
-        // Each commit answers with the revisions its writes took: the
-        // conflicting job's was given back to the next.
-        assert!(matches!(answer(first_answer), Ok(Outcome::Committed(r)) if r == [1]));
-        assert!(matches!(answer(again_answer), Err(StoreError::Conflict(_))));
-        assert!(matches!(answer(last_answer), Ok(Outcome::Committed(r)) if r == [2]));
-        let stored: Vec<(String, String)> = writer
-            .connection
+        let redo = RedoLog::open(&RedoLog::path_of(&dir.join("t.db")), false).expect("opens");
+        let defer = uncommitted.map(|u| (Duration::from_secs(3600), u));
+        Writer::new(connection, checkpoints, false, None, redo, defer).expect("writer")
+    }
+
+    fn answer(
+        mut answer: oneshot::Receiver<Result<Outcome, StoreError>>,
+    ) -> Result<Outcome, StoreError> {
+        answer.try_recv().expect("answered")
+    }
+
+    fn stored_messages(connection: &Connection) -> Vec<(String, String)> {
+        connection
             .prepare("SELECT task_id, message_id FROM message_ids ORDER BY task_id")
             .expect("prepares")
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
             .expect("reads")
             .collect::<rusqlite::Result<_>>()
-            .expect("reads");
-        let expected = [("t1", "m1"), ("t2", "m3")].map(|(t, m)| (t.to_owned(), m.to_owned()));
-        assert_eq!(stored, expected);
+            .expect("reads")
+    }
+
+    #[test]
+    fn a_conflicting_job_fails_alone_and_the_rest_of_its_batch_commits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let uncommitted = Arc::new(Uncommitted::default());
+        let mut writer = writer(dir.path(), Some(Arc::clone(&uncommitted)));
+        // Answered from the redo log, in the transaction the next batch runs in.
+        let (before, before_answer) = job(vec![create("t0", "carol", "m0")]);
+        writer.run_batch(vec![before]);
+        assert!(matches!(answer(before_answer), Ok(Outcome::Committed(r)) if r == [1]));
+        let (first, first_answer) = job(vec![create("t1", "alice", "m1")]);
+        // The same task created again: a conflict, in the middle of the batch.
+        let (again, again_answer) = job(vec![create("t1", "alice", "m2")]);
+        let (last, last_answer) = job(vec![create("t2", "bob", "m3")]);
+        writer.run_batch(vec![first, again, last]);
+        // Each commit answers with the revisions its writes took: the
+        // conflicting job's was given back to the next.
+        assert!(matches!(answer(first_answer), Ok(Outcome::Committed(r)) if r == [2]));
+        assert!(matches!(answer(again_answer), Err(StoreError::Conflict(_))));
+        assert!(matches!(answer(last_answer), Ok(Outcome::Committed(r)) if r == [3]));
+        assert!(uncommitted.touches("t0") && uncommitted.touches("t2"));
+        let expected =
+            [("t0", "m0"), ("t1", "m1"), ("t2", "m3")].map(|(t, m)| (t.to_owned(), m.to_owned()));
+        assert_eq!(stored_messages(&writer.connection), expected);
+        // Nothing of it is committed yet; then all of it.
+        let other = Connection::open(dir.path().join("t.db")).expect("opens");
+        assert_eq!(stored_messages(&other), []);
+        writer.commit_open().expect("commits");
+        assert_eq!(stored_messages(&other), expected);
+        assert!(!uncommitted.any());
         // The revisions the conflicting job took were given back.
-        assert_eq!(writer.revision, 2);
+        assert_eq!(writer.revision, 3);
     }
 
     /// The tasks the database file itself holds, ignoring the WAL: what
@@ -1848,5 +2375,185 @@ mod tests {
         );
         assert_eq!(newest("short", None).0.len(), 5);
         assert!(newest("long", Some(0)).0.is_empty());
+    }
+
+    // --- Answering from the redo log -------------------------------------------------------
+
+    /// A store answering from its redo log, committing at most every
+    /// `interval_ms`.
+    fn deferring(path: &Path, interval_ms: u32) -> SqliteStore {
+        let options = SqliteOptions::new(Synchronous::Normal).committing_every(interval_ms);
+        SqliteStore::open_with_options(path, options).expect("opens")
+    }
+
+    /// Long enough that nothing commits on time within a test.
+    const NEVER_MS: u32 = 600_000;
+
+    /// The tasks another connection sees: what is committed.
+    fn committed_tasks(path: &Path) -> Vec<String> {
+        let connection = Connection::open(path).expect("opens");
+        let mut statement = connection
+            .prepare("SELECT id FROM tasks ORDER BY id")
+            .expect("prepares");
+        let ids = statement.query_map([], |row| row.get(0)).expect("reads");
+        ids.collect::<rusqlite::Result<_>>().expect("reads")
+    }
+
+    #[tokio::test]
+    async fn a_write_answered_from_the_redo_log_survives_a_crash_before_its_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let store = deferring(&path, NEVER_MS);
+        store
+            .commit(vec![create("t", "alice", "m")])
+            .await
+            .expect("creates");
+        store
+            .commit(vec![follow_up("t", 0)])
+            .await
+            .expect("answers");
+        assert!(
+            committed_tasks(&path).is_empty(),
+            "nothing is committed yet"
+        );
+        // The files as a crash would leave them: what the process wrote is
+        // in the kernel's page cache, the transaction never committed.
+        let crashed = dir.path().join("crashed");
+        std::fs::create_dir(&crashed).expect("creates");
+        for file in ["t.db", "t.db-wal", "t.db-redo"] {
+            std::fs::copy(dir.path().join(file), crashed.join(file)).expect("copies");
+        }
+        drop(store);
+
+        let path = crashed.join("t.db");
+        let recovered = deferring(&path, NEVER_MS);
+        // Applied and committed while the store opened.
+        assert_eq!(committed_tasks(&path), ["t"]);
+        let task = recovered
+            .load("t".into(), None)
+            .await
+            .expect("reads")
+            .expect("exists");
+        let written = follow_up("t", 0);
+        assert_eq!(task.head, written.head.document);
+        assert_eq!(task.history.len(), 3);
+        assert_eq!(
+            task.revision, 2,
+            "the revisions the writes were answered with"
+        );
+        // The log and history go on where the answered writes left them.
+        recovered
+            .commit(vec![follow_up("t", 1)])
+            .await
+            .expect("continues");
+        drop(recovered);
+        // Opened again, nothing is applied twice.
+        let reopened = deferring(&path, NEVER_MS);
+        let task = reopened.load("t".into(), None).await.expect("reads");
+        assert_eq!(task.expect("exists").history.len(), 5);
+    }
+
+    #[tokio::test]
+    async fn reads_see_every_answered_write_and_message_lookups_never_wait_for_its_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let store = deferring(&path, NEVER_MS);
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("creates");
+        let find = |lookup| store.find_message(lookup);
+        let started = |who: &str, id: &str| MessageLookup::Started {
+            created_by: who.into(),
+            message_id: id.into(),
+        };
+        let in_task = |task: &str, id: &str| MessageLookup::InTask {
+            task_id: task.into(),
+            message_id: id.into(),
+        };
+        assert_eq!(find(started("alice", "m1")).await, Ok(Some("t1".into())));
+        assert_eq!(find(started("bob", "m1")).await, Ok(None));
+        assert_eq!(find(in_task("t1", "m1")).await, Ok(Some("t1".into())));
+        assert_eq!(find(in_task("t1", "m2")).await, Ok(None));
+        assert!(committed_tasks(&path).is_empty(), "the lookups committed");
+
+        // A read of the task commits it first.
+        let task = store.load("t1".into(), None).await.expect("reads");
+        assert_eq!(task.expect("exists").history.len(), 1);
+        assert_eq!(committed_tasks(&path), ["t1"]);
+        // Committed, it is found in the database.
+        assert_eq!(find(started("alice", "m1")).await, Ok(Some("t1".into())));
+
+        // A listing sees every answered write.
+        store
+            .commit(vec![create("t2", "bob", "m2")])
+            .await
+            .expect("creates");
+        let page = store
+            .list(ListQuery {
+                limit: 10,
+                ..ListQuery::default()
+            })
+            .await
+            .expect("lists");
+        assert_eq!(page.tasks.len(), 2);
+        assert_eq!(committed_tasks(&path), ["t1", "t2"]);
+    }
+
+    #[tokio::test]
+    async fn an_open_transaction_commits_within_its_interval() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let store = deferring(&path, 20);
+        store
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("creates");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while committed_tasks(&path).is_empty() {
+            assert!(Instant::now() < deadline, "never committed");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // With the store gone, its redo log is empty.
+        drop(store);
+        let redo = std::fs::metadata(RedoLog::path_of(&path)).expect("exists");
+        assert_eq!(redo.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn writes_answered_before_a_full_disk_refused_a_batch_are_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        drop(deferring(&path, NEVER_MS));
+        let pages: i64 = Connection::open(&path)
+            .expect("opens")
+            .query_row("PRAGMA page_count", [], |row| row.get(0))
+            .expect("page count");
+        let options = SqliteOptions::new(Synchronous::Normal).committing_every(NEVER_MS);
+        let capped = SqliteStore::open_with(
+            &path,
+            options,
+            &format!("PRAGMA max_page_count = {};", pages + 12),
+        )
+        .expect("opens");
+        capped
+            .commit(vec![create("t1", "alice", "m1")])
+            .await
+            .expect("fits");
+        let mut big = create("t2", "bob", "m2");
+        big.messages[0].document = format!("\"{}\"", "x".repeat(1 << 20));
+        let refused = capped.commit(vec![big]).await;
+        let Err(StoreError::Unavailable(reason)) = &refused else {
+            panic!("expected unavailable, got {refused:?}");
+        };
+        assert!(reason.contains("full"), "{reason}");
+        assert!(capped.head("t1".into()).await.expect("reads").is_some());
+        assert!(capped.head("t2".into()).await.expect("reads").is_none());
+        capped
+            .commit(vec![create("t3", "carol", "m3")])
+            .await
+            .expect("small writes fit");
+        drop(capped);
+        assert_eq!(committed_tasks(&path), ["t1", "t3"]);
     }
 }
