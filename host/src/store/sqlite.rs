@@ -7,8 +7,8 @@
 //!   (`redo`), in a transaction the writer keeps open for up to
 //!   [`SqliteOptions::commit_interval`], so that one commit carries many
 //!   batches; anything else commits before it is answered. Reads see every
-//!   answered write: a read of a task with uncommitted writes commits them
-//!   first (`uncommitted`). With `synchronous = NORMAL` a redo record or a
+//!   answered write: a read of a task with uncommitted writes runs on the
+//!   writer's connection ([`ReadOn`], `uncommitted`). With `synchronous = NORMAL` a redo record or a
 //!   commit reaches the OS but is not fsynced, so it survives the process
 //!   dying (SIGKILL, OOM kill, panic) but not the machine losing power;
 //!   `FULL` fsyncs both, and concurrent writes share that fsync.
@@ -288,9 +288,8 @@ impl SqliteStore {
         })
     }
 
-    /// Run `read` on a pooled connection (once `wait_for` committed what it
-    /// must see: [`SqliteStore::commit_for`]), on the task that asks, if it is
-    /// small: it returns at most [`INLINE_READ_BYTES`] and never waits for
+    /// Run `read` on a pooled connection (or on the writer's: [`ReadOn`]),
+    /// on the task that asks, if it is small: it returns at most [`INLINE_READ_BYTES`] and never waits for
     /// a lock. Otherwise (or with no idle connection to take) it runs again
     /// off the async workers, with no budget.
     ///
@@ -306,14 +305,14 @@ impl SqliteStore {
     /// the connection's busy timeout is zero meanwhile) off it.
     fn read_small<'a, T: Send + 'static>(
         &'a self,
-        wait_for: Option<StoreFuture<'a, Outcome>>,
+        on: ReadOn,
         read: impl Fn(&Connection, &Budget) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreFuture<'a, T> {
+        if on == ReadOn::Writer {
+            return self.read_by_writer(move |connection| read(connection, &Budget::unbounded()));
+        }
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
-            if let Some(commit) = wait_for {
-                commit.await?;
-            }
             let permit = readers.permit().await?;
             let budget = Budget::bytes(INLINE_READ_BYTES);
             match readers.try_inline(|connection| read(connection, &budget)) {
@@ -329,36 +328,68 @@ impl SqliteStore {
         })
     }
 
-    /// Run `read` on a pooled connection, off the async workers (once
-    /// `wait_for` committed what it must see).
-    fn read<'a, T: Send + 'static>(
-        &'a self,
-        wait_for: Option<StoreFuture<'a, Outcome>>,
+    /// Run `read` on a pooled connection, off the async workers (or on the
+    /// writer's: [`ReadOn`]).
+    fn read<T: Send + 'static>(
+        &self,
+        on: ReadOn,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> StoreFuture<'a, T> {
+    ) -> StoreFuture<'_, T> {
+        if on == ReadOn::Writer {
+            return self.read_by_writer(read);
+        }
         let readers = Arc::clone(&self.readers);
         Box::pin(async move {
-            if let Some(commit) = wait_for {
-                commit.await?;
-            }
             let permit = readers.permit().await?;
             Readers::off_the_workers(readers, permit, read).await
         })
     }
-}
 
-impl SqliteStore {
-    /// The commit a read that `sees` must wait for first, if any: readers
-    /// see committed data only.
-    fn commit_for(&self, sees: Sees<'_>) -> Option<StoreFuture<'_, Outcome>> {
-        let uncommitted = self.uncommitted.as_ref()?;
+    /// Where a read that `sees` runs: readers see committed data only.
+    fn read_on(&self, sees: Sees<'_>) -> ReadOn {
+        let Some(uncommitted) = &self.uncommitted else {
+            return ReadOn::Readers;
+        };
         let needed = match sees {
             Sees::Committed => false,
             Sees::Task(task_id) => uncommitted.touches(task_id),
             Sees::Everything => uncommitted.any(),
         };
-        needed.then(|| self.write(Action::Flush))
+        match needed {
+            true => ReadOn::Writer,
+            false => ReadOn::Readers,
+        }
     }
+
+    /// Run `read` on the writer's connection, between two batches: it sees
+    /// every answered write, committed or not, and needs no commit (so it
+    /// works while the disk is full).
+    fn read_by_writer<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let (answer, answered) = oneshot::channel();
+        let read = move |connection: &Connection| {
+            let _ = answer.send(read(connection).map_err(classify));
+        };
+        let done = self.write(Action::Read(Box::new(read)));
+        Box::pin(async move {
+            done.await?;
+            answered.await.map_err(|_| writer_gone())?
+        })
+    }
+}
+
+/// Where a read runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadOn {
+    /// A pooled read connection: it sees committed data.
+    Readers,
+    /// The writer's connection, in its open transaction: the read needs
+    /// writes answered but not yet committed. Rare: a task's worker holds
+    /// its state, the cache of hot tasks and `Uncommitted` answer the reads
+    /// of a busy conversation.
+    Writer,
 }
 
 /// What a read must see of the writes answered for but not yet committed.
@@ -371,6 +402,21 @@ enum Sees<'a> {
     Task(&'a str),
     /// All of them.
     Everything,
+}
+
+/// Run `read`'s statements on one snapshot of the database: in a read
+/// transaction of their own, or in the writer's open one.
+fn in_one_snapshot<T>(
+    connection: &Connection,
+    read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    if !connection.is_autocommit() {
+        return read(connection);
+    }
+    let transaction = connection.unchecked_transaction()?;
+    let value = read(&transaction)?;
+    transaction.finish()?;
+    Ok(value)
 }
 
 /// Whether `error` is SQLite declining to wait for a lock (busy timeout zero).
@@ -417,12 +463,11 @@ impl TaskStore for SqliteStore {
             hot.reading(&task_id);
         }
         let id = task_id.clone();
-        let wait_for = self.commit_for(Sees::Task(&task_id));
-        let read = self.read_small(wait_for, move |connection, budget| {
-            let read = connection.unchecked_transaction()?;
-            let task = load_task(&read, &id, history, true, budget)?;
-            read.finish()?;
-            Ok(task)
+        let on = self.read_on(Sees::Task(&task_id));
+        let read = self.read_small(on, move |connection, budget| {
+            in_one_snapshot(connection, |read| {
+                load_task(read, &id, history, true, budget)
+            })
         });
         Box::pin(async move {
             let task = read.await;
@@ -433,39 +478,37 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    /// Every `SendMessage` to a task reads its head: an uncommitted one is
+    /// answered from memory, so the read never waits for a commit.
     fn head(&self, task_id: String) -> StoreFuture<'_, Option<String>> {
-        if let Some(head) = self.hot.as_ref().and_then(|hot| hot.head(&task_id)) {
+        let remembered = self.hot.as_ref().and_then(|hot| hot.head(&task_id));
+        let remembered = remembered.or_else(|| self.uncommitted.as_ref()?.head(&task_id));
+        if let Some(head) = remembered {
             return Box::pin(std::future::ready(Ok(Some(head))));
         }
-        self.read_small(
-            self.commit_for(Sees::Task(&task_id)),
-            move |connection, _| {
-                connection
-                    .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
-                    .query_row([&task_id], |row| row.get(0))
-                    .optional()
-            },
-        )
+        self.read_small(self.read_on(Sees::Committed), move |connection, _| {
+            connection
+                .prepare_cached("SELECT head FROM tasks WHERE id = ?1")?
+                .query_row([&task_id], |row| row.get(0))
+                .optional()
+        })
     }
 
     fn events_after(&self, task_id: String, after: u64) -> StoreFuture<'_, Vec<StoredEvent>> {
-        self.read(self.commit_for(Sees::Task(&task_id)), move |connection| {
+        self.read(self.read_on(Sees::Task(&task_id)), move |connection| {
             commits::events_after(connection, &task_id, after)
         })
     }
 
     fn log(&self, task_id: String) -> StoreFuture<'_, Vec<LogEntry>> {
-        self.read(self.commit_for(Sees::Task(&task_id)), move |connection| {
+        self.read(self.read_on(Sees::Task(&task_id)), move |connection| {
             commits::log(connection, &task_id)
         })
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
-        self.read(self.commit_for(Sees::Everything), move |connection| {
-            let read = connection.unchecked_transaction()?;
-            let page = list(&read, &query)?;
-            read.finish()?;
-            Ok(page)
+        self.read(self.read_on(Sees::Everything), move |connection| {
+            in_one_snapshot(connection, |read| list(read, &query))
         })
     }
 
@@ -491,7 +534,7 @@ impl TaskStore for SqliteStore {
             }
         }
         self.read_small(
-            self.commit_for(Sees::Committed),
+            self.read_on(Sees::Committed),
             move |connection, _| match &lookup {
                 MessageLookup::InTask {
                     task_id,
@@ -515,13 +558,13 @@ impl TaskStore for SqliteStore {
 
     fn message(&self, task_id: String, message_id: String) -> StoreFuture<'_, Option<String>> {
         self.read_small(
-            self.commit_for(Sees::Task(&task_id)),
+            self.read_on(Sees::Task(&task_id)),
             move |connection, budget| commits::message(connection, &task_id, &message_id, budget),
         )
     }
 
     fn recovery_candidates(&self) -> StoreFuture<'_, Vec<String>> {
-        self.read(self.commit_for(Sees::Everything), |connection| {
+        self.read(self.read_on(Sees::Everything), |connection| {
             // Tasks with a turn running or due, then open parents written
             // before one of their finished sub-tasks: they may not have
             // recorded its result. (`parent_id > ''` lets SQLite find the
@@ -577,7 +620,7 @@ impl TaskStore for SqliteStore {
     /// Push configurations are written by jobs that commit before they
     /// are answered.
     fn push_configs(&self) -> StoreFuture<'_, Vec<PushConfigRecord>> {
-        self.read(self.commit_for(Sees::Committed), |connection| {
+        self.read(self.read_on(Sees::Committed), |connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT task_id, config_id, document, delivered_seq FROM push_configs",
             )?;
@@ -596,7 +639,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn push_configs_of(&self, task_id: String) -> StoreFuture<'_, Vec<PushConfigRecord>> {
-        self.read(self.commit_for(Sees::Committed), move |connection| {
+        self.read(self.read_on(Sees::Committed), move |connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT config_id, document, delivered_seq FROM push_configs WHERE task_id = ?1",
             )?;
@@ -803,8 +846,10 @@ enum Action {
     },
     /// Empty the writer's page cache.
     ReleaseMemory,
-    /// Commit the open transaction: a read needs what it holds.
-    Flush,
+    /// A read that must see writes answered but not yet committed: run on
+    /// the writer's connection, in its open transaction. It sends its own
+    /// answer.
+    Read(Box<dyn FnOnce(&Connection) + Send>),
 }
 
 impl Action {
@@ -845,6 +890,8 @@ struct Open {
     /// The writes answered for in it, in order: what the redo log holds
     /// for it, applied again if SQLite loses the transaction.
     answered: Vec<TaskWrite>,
+    /// Its commit failed: no batch joins it until a commit succeeds.
+    failed: bool,
 }
 
 struct Writer {
@@ -1023,8 +1070,8 @@ impl Writer {
             };
             match queue.recv_timeout(due.saturating_duration_since(Instant::now())) {
                 Ok(job) => return Some(job),
-                // A failed commit is told to the jobs that wait for it, and
-                // none waits for this one.
+                // A failed commit is tried again an interval later; no job
+                // waits for it.
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = self.commit_open();
                 }
@@ -1050,37 +1097,56 @@ impl Writer {
         }
     }
 
+    /// The batch's writes, then its reads, which see them.
+    fn run_batch(&mut self, batch: Vec<Job>) {
+        let (reads, writes): (Vec<Job>, Vec<Job>) = batch
+            .into_iter()
+            .partition(|job| matches!(job.action, Action::Read(_)));
+        if !writes.is_empty() {
+            self.run_writes(writes);
+        }
+        for job in reads {
+            let outcome = match (&self.lost, job.action) {
+                (Some(error), _) => Err(error.clone()),
+                (None, Action::Read(read)) => {
+                    read(&self.connection);
+                    Ok(Outcome::Done)
+                }
+                (None, _) => Ok(Outcome::Done),
+            };
+            let _ = job.reply.send(outcome);
+        }
+    }
+
     /// Run `batch` in the open transaction (opening one), make it durable
     /// (in the redo log, or committed) and answer its jobs.
-    fn run_batch(&mut self, batch: Vec<Job>) {
+    fn run_writes(&mut self, batch: Vec<Job>) {
         if let Some(error) = &self.lost {
             return fail_all(batch, error);
         }
-        // A page cache is only emptied with no transaction changing it.
-        let releases = batch
-            .iter()
-            .any(|job| matches!(job.action, Action::ReleaseMemory));
-        if releases && let Err(error) = self.commit_open() {
+        let defer = self.may_defer(&batch);
+        // What is open commits before a batch that cannot join it, so that
+        // a failed commit never takes a refused batch's changes with it.
+        if !defer && let Err(error) = self.commit_open() {
             return fail_all(batch, &error);
         }
         if let Err(error) = self.open_transaction() {
             return fail_all(batch, &error);
         }
-        let results = match self.apply_batch(&batch) {
+        let results = self.apply_batch(&batch).and_then(|results| {
+            match defer {
+                true => self.log_batch(&batch, &results),
+                false => self.release_batch().and_then(|()| self.commit_open()),
+            }
+            .map(|()| results)
+        });
+        let results = match results {
             Ok(results) => results,
             Err(error) => {
-                // Without deferred commits, nothing answered is left in it.
-                if self.deferred.is_none()
-                    && let Some(open) = self.open.take()
-                {
-                    self.abandon(open.revision);
-                }
+                self.end_unless_deferring();
                 return fail_all(batch, &error);
             }
         };
-        if let Err(error) = self.make_durable(&batch, &results) {
-            return fail_all(batch, &error);
-        }
         for (job, result) in batch.into_iter().zip(results) {
             let answered = result.is_ok();
             if let Ok(outcome) = &result {
@@ -1096,6 +1162,21 @@ impl Writer {
         }
     }
 
+    /// Whether `batch` may be answered before it commits: the writer defers
+    /// commits, the batch holds task writes only, and the open transaction
+    /// (if any) is neither due nor large.
+    fn may_defer(&self, batch: &[Job]) -> bool {
+        let Some(deferred) = &self.deferred else {
+            return false;
+        };
+        let joins = self.open.as_ref().is_none_or(|open| {
+            !open.failed
+                && open.since.elapsed() < deferred.interval
+                && deferred.redo.len() < MAX_REDO_BYTES
+        });
+        joins && batch.iter().all(|job| job.action.may_defer())
+    }
+
     fn open_transaction(&mut self) -> Result<(), StoreError> {
         if self.open.is_some() {
             return Ok(());
@@ -1109,45 +1190,59 @@ impl Writer {
             since: Instant::now(),
             revision: self.revision,
             answered: Vec::new(),
+            failed: false,
         });
         Ok(())
     }
 
-    /// Every job of `batch` in a savepoint of the open transaction.
-    /// Conflicts are rare (a resend that raced its original), so the jobs
-    /// first run together with nothing between them; only if one conflicts
-    /// does the batch run again with a savepoint per job, so that it fails
-    /// alone. (Savepoints are not free: each keeps a journal of the pages it
+    /// Without deferred commits a transaction never outlives its batch
+    /// (other processes wait for its lock).
+    fn end_unless_deferring(&mut self) {
+        if self.deferred.is_none()
+            && let Some(open) = self.open.take()
+        {
+            self.abandon(open.revision);
+        }
+    }
+
+    /// Every job of `batch` in the savepoint `batch` of the open
+    /// transaction, left open for the caller to release or undo. Conflicts
+    /// are rare (a resend that raced its original), so the jobs first run
+    /// together with nothing between them; only if one conflicts does the
+    /// batch run again with a savepoint per job, so that it fails alone.
+    /// (Savepoints are not free: each keeps a journal of the pages it
     /// changes.) Any other error fails the whole batch.
     fn apply_batch(
         &mut self,
         batch: &[Job],
     ) -> Result<Vec<Result<Outcome, StoreError>>, StoreError> {
         let revision = self.revision;
-        self.connection
-            .execute_batch("SAVEPOINT batch")
-            .map_err(|error| self.failed(classify(error)))?;
+        if let Err(error) = self.connection.execute_batch("SAVEPOINT batch") {
+            self.restore();
+            return Err(classify(error));
+        }
         let together = batch
             .iter()
             .map(|job| self.apply(&job.action))
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(classify);
-        let results = match together {
-            Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+        match together {
+            Ok(outcomes) => Ok(outcomes.into_iter().map(Ok).collect()),
             Err(StoreError::Conflict(_)) if batch.len() > 1 => {
-                if !self.roll_back_batch(revision, "ROLLBACK TO batch") {
-                    return Err(self.failed(StoreError::Unavailable(
+                self.revision = revision;
+                if !self.undo("ROLLBACK TO batch") {
+                    return Err(StoreError::Unavailable(
                         "the task store's transaction was rolled back".into(),
-                    )));
+                    ));
                 }
-                self.apply_apart(batch, revision)?
+                self.apply_apart(batch, revision)
             }
-            Err(error) => return Err(self.batch_failed(revision, error)),
-        };
-        self.connection
-            .execute_batch("RELEASE batch")
-            .map_err(|error| self.failed(classify(error)))?;
-        Ok(results)
+            Err(error) => {
+                self.revision = revision;
+                self.undo("ROLLBACK TO batch; RELEASE batch");
+                Err(error)
+            }
+        }
     }
 
     /// The jobs of `batch` again, each in a savepoint of its own inside the
@@ -1161,7 +1256,9 @@ impl Writer {
         for job in batch {
             match self.run_job(&job.action) {
                 Err(error) if !matches!(error, StoreError::Conflict(_)) => {
-                    return Err(self.batch_failed(revision, error));
+                    self.revision = revision;
+                    self.undo("ROLLBACK TO batch; RELEASE batch");
+                    return Err(error);
                 }
                 result => results.push(result),
             }
@@ -1169,110 +1266,64 @@ impl Writer {
         Ok(results)
     }
 
-    /// Undo the batch's changes with `sql` (keeping its savepoint for
-    /// another try, or not); `false` if SQLite had rolled back the whole
-    /// transaction itself (a full disk, an I/O error).
-    fn roll_back_batch(&mut self, revision: u64, sql: &str) -> bool {
-        self.revision = revision;
-        !self.connection.is_autocommit() && self.connection.execute_batch(sql).is_ok()
+    /// Undo changes with `sql`; `false` if SQLite had rolled back the whole
+    /// transaction itself (a full disk, an I/O error), whose answered
+    /// writes are then applied again ([`Writer::restore`]).
+    fn undo(&mut self, sql: &str) -> bool {
+        if !self.connection.is_autocommit() && self.connection.execute_batch(sql).is_ok() {
+            return true;
+        }
+        self.restore();
+        false
     }
 
-    /// `error` failed the batch: its changes are undone, with the
-    /// transaction's if SQLite rolled it back.
-    fn batch_failed(&mut self, revision: u64, error: StoreError) -> StoreError {
-        match self.roll_back_batch(revision, "ROLLBACK TO batch; RELEASE batch") {
-            true => error,
-            false => self.failed(error),
-        }
+    fn release_batch(&mut self) -> Result<(), StoreError> {
+        self.connection
+            .execute_batch("RELEASE batch")
+            .map_err(|error| {
+                self.undo("ROLLBACK TO batch; RELEASE batch");
+                classify(error)
+            })
     }
 
-    /// `error` ended the open transaction, or left it unusable: it is rolled
-    /// back, and the writes answered for in it are applied again.
-    fn failed(&mut self, error: StoreError) -> StoreError {
-        let Some(open) = self.open.take() else {
-            return error;
-        };
-        self.abandon(open.revision);
-        if open.answered.is_empty() {
-            return error;
-        }
-        let revision = self.revision;
-        let applied = self.begin().and_then(|()| {
-            for write in &open.answered {
-                self.revision += 1;
-                write_task(&self.connection, write, self.revision)?;
-            }
-            self.record_applied()?;
-            self.commit()
-        });
-        match applied {
-            Ok(()) => self.committed(),
-            Err(again) => {
-                self.abandon(revision);
-                let redo = self
-                    .deferred
-                    .as_ref()
-                    .map(|d| d.redo.path().display().to_string());
-                let lost = StoreError::Unavailable(format!(
-                    "writes already answered for could not be committed ({again}); the store \
-                     refuses writes until it is opened again, which applies them from {}",
-                    redo.unwrap_or_default()
-                ));
-                tracing::error!(%lost, "the task store stopped writing");
-                self.lost = Some(lost);
-            }
-        }
-        error
-    }
-
-    /// Make a batch that ran durable before its jobs are answered: its
-    /// writes appended to the redo log, or the transaction committed (when
-    /// it is due, or the batch holds more than task writes).
-    fn make_durable(
+    /// Make the batch that ran durable in the redo log: its task writes
+    /// appended as one record. If the log refuses them, the batch is undone.
+    fn log_batch(
         &mut self,
         batch: &[Job],
         results: &[Result<Outcome, StoreError>],
     ) -> Result<(), StoreError> {
-        if self.may_defer(batch) {
-            let writes: Vec<&TaskWrite> = batch
-                .iter()
-                .zip(results)
-                .filter(|(_, result)| result.is_ok())
-                .flat_map(|(job, _)| match &job.action {
-                    Action::Commit(writes) => writes.as_slice(),
-                    _ => &[],
-                })
-                .collect();
-            let Some(deferred) = &mut self.deferred else {
-                return self.commit_open();
-            };
-            if writes.is_empty() {
-                return Ok(());
-            }
-            match deferred.redo.append(&writes) {
-                Ok(()) => {
-                    deferred.uncommitted.add(writes);
-                    return Ok(());
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "the task store's redo log refused a batch; it commits instead");
-                }
-            }
-        }
-        self.commit_open()
-    }
-
-    /// Whether `batch` may be answered before the open transaction commits.
-    fn may_defer(&self, batch: &[Job]) -> bool {
-        let (Some(deferred), Some(open)) = (&self.deferred, &self.open) else {
-            return false;
+        let writes: Vec<&TaskWrite> = batch
+            .iter()
+            .zip(results)
+            .filter(|(_, result)| result.is_ok())
+            .flat_map(|(job, _)| match &job.action {
+                Action::Commit(writes) => writes.as_slice(),
+                _ => &[],
+            })
+            .collect();
+        let Some(deferred) = &mut self.deferred else {
+            return Err(StoreError::Unavailable(
+                "the task store has no redo log".into(),
+            ));
         };
-        batch.iter().all(|job| job.action.may_defer())
-            && open.since.elapsed() < deferred.interval
-            && deferred.redo.len() < MAX_REDO_BYTES
+        if !writes.is_empty()
+            && let Err(error) = deferred.redo.append(&writes)
+        {
+            let path = deferred.redo.path().display().to_string();
+            self.undo("ROLLBACK TO batch; RELEASE batch");
+            return Err(StoreError::Unavailable(format!(
+                "cannot write the redo log {path}: {error}"
+            )));
+        }
+        deferred.uncommitted.add(writes);
+        self.release_batch()
     }
 
-    /// Commit the open transaction, if any.
+    /// Commit the open transaction, if any. If the commit fails, the
+    /// writes answered in it stay uncommitted (and readable, through the
+    /// writer) for the next try, by the next batch or an interval later;
+    /// meanwhile no batch joins them.
     fn commit_open(&mut self) -> Result<(), StoreError> {
         if self.open.is_none() {
             return Ok(());
@@ -1283,7 +1334,60 @@ impl Writer {
                 self.committed();
                 Ok(())
             }
-            Err(error) => Err(self.failed(classify(error))),
+            Err(error) => {
+                if self.connection.is_autocommit() {
+                    self.restore();
+                }
+                if let Some(open) = &mut self.open {
+                    open.since = Instant::now();
+                    open.failed = true;
+                }
+                Err(classify(error))
+            }
+        }
+    }
+
+    /// SQLite rolled the open transaction back (or is asked to): the
+    /// writes answered in it are applied again in a new one. Nothing is
+    /// written before its commit, so this holds while the disk is full,
+    /// and reads keep seeing them. Only if that fails too does the store
+    /// stop writing; the next opening applies them from the redo log.
+    fn restore(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        self.abandon(open.revision);
+        if open.answered.is_empty() {
+            return;
+        }
+        let again = self.begin().and_then(|()| {
+            for write in &open.answered {
+                self.revision += 1;
+                write_task(&self.connection, write, self.revision)?;
+            }
+            Ok(())
+        });
+        match again {
+            Ok(()) => {
+                self.open = Some(Open {
+                    since: Instant::now(),
+                    ..open
+                });
+            }
+            Err(error) => {
+                self.abandon(open.revision);
+                let redo = self
+                    .deferred
+                    .as_ref()
+                    .map(|d| d.redo.path().display().to_string());
+                let lost = StoreError::Unavailable(format!(
+                    "writes already answered for could not be applied again ({error}); the \
+                     store refuses writes until it is opened again, which applies them from {}",
+                    redo.unwrap_or_default()
+                ));
+                tracing::error!(%lost, "the task store stopped writing");
+                self.lost = Some(lost);
+            }
         }
     }
 
@@ -1424,7 +1528,8 @@ impl Writer {
                 }
                 Ok(Outcome::Done)
             }
-            Action::Flush => Ok(Outcome::Done),
+            // Run apart from the writes (`Writer::run_batch`).
+            Action::Read(_) => Ok(Outcome::Done),
             Action::DeletePushConfig { task_id, config_id } => {
                 let deleted = self
                     .connection
@@ -2060,8 +2165,10 @@ mod tests {
     #[tokio::test]
     async fn an_idle_store_closes_its_readers_and_keeps_working() {
         let dir = tempfile::tempdir().expect("tempdir");
+        // Every write committed at once, so that reads go to the readers.
+        let options = SqliteOptions::new(Synchronous::Normal).committing_every(0);
         let store =
-            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+            SqliteStore::open_with_options(&dir.path().join("t.db"), options).expect("opens");
         store
             .commit(vec![create("t1", "alice", "m1")])
             .await
@@ -2454,7 +2561,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn reads_see_every_answered_write_and_message_lookups_never_wait_for_its_commit() {
+    async fn reads_see_every_answered_write_and_those_of_a_send_never_wait_for_its_commit() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.db");
         let store = deferring(&path, NEVER_MS);
@@ -2475,15 +2582,16 @@ mod tests {
         assert_eq!(find(started("bob", "m1")).await, Ok(None));
         assert_eq!(find(in_task("t1", "m1")).await, Ok(Some("t1".into())));
         assert_eq!(find(in_task("t1", "m2")).await, Ok(None));
+        let head = store.head("t1".into()).await.expect("reads");
+        assert_eq!(head, Some(create("t1", "alice", "m1").head.document));
         assert!(committed_tasks(&path).is_empty(), "the lookups committed");
 
-        // A read of the task commits it first.
+        // Other reads of the task run on the writer's connection, in its
+        // open transaction: they need no commit.
         let task = store.load("t1".into(), None).await.expect("reads");
         assert_eq!(task.expect("exists").history.len(), 1);
-        assert_eq!(committed_tasks(&path), ["t1"]);
-        // Committed, it is found in the database.
-        assert_eq!(find(started("alice", "m1")).await, Ok(Some("t1".into())));
-
+        let events = store.events_after("t1".into(), 0).await.expect("reads");
+        assert_eq!(events.len(), 1);
         // A listing sees every answered write.
         store
             .commit(vec![create("t2", "bob", "m2")])
@@ -2497,7 +2605,19 @@ mod tests {
             .await
             .expect("lists");
         assert_eq!(page.tasks.len(), 2);
-        assert_eq!(committed_tasks(&path), ["t1", "t2"]);
+        assert!(committed_tasks(&path).is_empty(), "a read committed");
+
+        // Committed, they are read from the database.
+        drop(store);
+        let store = deferring(&path, NEVER_MS);
+        let found = store.find_message(started("alice", "m1")).await;
+        assert_eq!(found, Ok(Some("t1".into())));
+        let page = store.list(ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        });
+        assert_eq!(page.await.expect("lists").tasks.len(), 2);
+        assert_eq!(store.readers.pool().len(), 1, "read by a reader");
     }
 
     #[tokio::test]
@@ -2547,6 +2667,10 @@ mod tests {
             panic!("expected unavailable, got {refused:?}");
         };
         assert!(reason.contains("full"), "{reason}");
+        // Whether SQLite kept the transaction or rolled it back, what was
+        // answered in it is read back, and committed in the end.
+        let t1 = capped.load("t1".into(), None).await.expect("reads");
+        assert_eq!(t1.expect("exists").history.len(), 1);
         assert!(capped.head("t1".into()).await.expect("reads").is_some());
         assert!(capped.head("t2".into()).await.expect("reads").is_none());
         capped

@@ -1,13 +1,14 @@
 //! What the SQLite store's writer has answered for but not yet committed
 //! (the writes in its open transaction, made durable by the redo log), as
-//! far as a read needs to know: which tasks they touch, and the message ids
-//! they add.
+//! far as a read needs to know: which tasks they touch, each one's newest
+//! head, and the message ids they add.
 //!
 //! Readers use their own connections, which see committed data only. A
-//! read of a task with uncommitted writes asks the writer to commit first
-//! (`sqlite::SqliteStore::committed_for`); a lookup of a message id answers
-//! from here when the id is uncommitted, and from the database otherwise,
-//! so the lookup every `SendMessage` makes never waits for a commit.
+//! read of a task with uncommitted writes runs on the writer's connection
+//! instead (`sqlite::ReadOn`). The reads every `SendMessage` makes answer
+//! from here when the task is uncommitted, and from the database
+//! otherwise, so they never queue behind the writer: the task's head, and
+//! the lookup of the message's id.
 //!
 //! The writer adds a batch's writes before it answers them and removes them
 //! only once their commit returned, so a read that finds nothing here reads
@@ -28,10 +29,16 @@ pub(super) struct Uncommitted {
 
 #[derive(Default)]
 struct State {
-    /// Task ids, with the ids of their uncommitted messages.
-    tasks: HashMap<String, HashSet<String>>,
+    tasks: HashMap<String, Pending>,
     /// `(creator, first message id)` of uncommitted new tasks, to the task.
     started: HashMap<(String, String), String>,
+}
+
+/// One task's uncommitted writes.
+struct Pending {
+    /// The newest write's head.
+    head: String,
+    message_ids: HashSet<String>,
 }
 
 impl Uncommitted {
@@ -39,8 +46,20 @@ impl Uncommitted {
     pub(super) fn add<'a>(&self, writes: impl IntoIterator<Item = &'a TaskWrite>) {
         let mut state = self.state();
         for write in writes {
-            let ids = state.tasks.entry(write.task_id.clone()).or_default();
-            ids.extend(write.messages.iter().map(|m| m.message_id.clone()));
+            let ids = write.messages.iter().map(|m| m.message_id.clone());
+            match state.tasks.get_mut(&write.task_id) {
+                Some(pending) => {
+                    pending.head.clone_from(&write.head.document);
+                    pending.message_ids.extend(ids);
+                }
+                None => {
+                    let pending = Pending {
+                        head: write.head.document.clone(),
+                        message_ids: ids.collect(),
+                    };
+                    state.tasks.insert(write.task_id.clone(), pending);
+                }
+            }
             let creator = write.created.as_ref().and_then(|c| c.created_by.as_ref());
             if let (Some(creator), Some(first)) = (creator, write.messages.first()) {
                 let key = (creator.clone(), first.message_id.clone());
@@ -70,6 +89,14 @@ impl Uncommitted {
         self.any() && self.state().tasks.contains_key(task_id)
     }
 
+    /// The head task `task_id` has after its uncommitted writes.
+    pub(super) fn head(&self, task_id: &str) -> Option<String> {
+        if !self.any() {
+            return None;
+        }
+        self.state().tasks.get(task_id).map(|p| p.head.clone())
+    }
+
     /// Whether task `task_id` has an uncommitted message `message_id`.
     pub(super) fn has_message(&self, task_id: &str, message_id: &str) -> bool {
         self.any()
@@ -77,7 +104,7 @@ impl Uncommitted {
                 .state()
                 .tasks
                 .get(task_id)
-                .is_some_and(|ids| ids.contains(message_id))
+                .is_some_and(|pending| pending.message_ids.contains(message_id))
     }
 
     /// The uncommitted task `creator` started with message `message_id`.
@@ -114,7 +141,7 @@ mod tests {
                 active: true,
                 status_at_ms: 1,
                 status_changed: true,
-                document: "{}".into(),
+                document: format!("{{\"messages\":{}}}", ids.len()),
             },
             entries: Vec::new(),
             messages: ids
@@ -144,12 +171,18 @@ mod tests {
         assert!(!uncommitted.touches("t3"));
         assert!(uncommitted.has_message("t2", "m2"));
         assert!(!uncommitted.has_message("t1", "m2"));
+        assert_eq!(uncommitted.head("t2").as_deref(), Some(r#"{"messages":2}"#));
+        // A later write of the task: its head is the newest, its ids join.
+        uncommitted.add([&write("t2", None, &["m3", "m4", "m5"])]);
+        assert_eq!(uncommitted.head("t2").as_deref(), Some(r#"{"messages":3}"#));
+        assert!(uncommitted.has_message("t2", "m1") && uncommitted.has_message("t2", "m5"));
         assert_eq!(uncommitted.started("alice", "hello").as_deref(), Some("t1"));
         // A write that continues a task names no creator.
         assert_eq!(uncommitted.started("alice", "m1"), None);
         assert_eq!(uncommitted.started("bob", "hello"), None);
         uncommitted.clear();
         assert!(!uncommitted.any() && !uncommitted.touches("t1"));
+        assert_eq!(uncommitted.head("t2"), None);
         assert_eq!(uncommitted.started("alice", "hello"), None);
     }
 }
