@@ -278,7 +278,8 @@ impl SqliteStore {
         })
     }
 
-    /// Hand `action` to the writer; resolves once it is committed.
+    /// Hand `action` to the writer; resolves once it is durable (committed,
+    /// or task writes in the redo log), or a read has run.
     fn write(&self, action: Action) -> StoreFuture<'_, Outcome> {
         let (reply, answer) = oneshot::channel();
         let sent = self.writer.send(Job { action, reply });
