@@ -227,8 +227,7 @@ impl Writer {
             let before = applied(&self.connection)?;
             let due = records.iter().filter(|record| record.seq > before);
             for write in due.flat_map(|record| &record.writes) {
-                self.revision += 1;
-                write_task(&self.connection, write, self.revision)?;
+                self.write(write)?;
                 replayed += 1;
             }
             let after = before.max(last);
@@ -568,11 +567,9 @@ impl Writer {
             return;
         }
         let again = self.begin().and_then(|()| {
-            for write in &open.answered {
-                self.revision += 1;
-                write_task(&self.connection, write, self.revision)?;
-            }
-            Ok(())
+            open.answered
+                .iter()
+                .try_for_each(|w| self.write(w).map(drop))
         });
         match again {
             Ok(()) => self.open = Some(open),
@@ -681,16 +678,23 @@ impl Writer {
         }
     }
 
+    /// Store `write` at the next write revision, which it returns. Every
+    /// write goes through here, so a write applied again (a replayed redo
+    /// record, a restored transaction) takes the revision it was answered
+    /// with.
+    fn write(&mut self, write: &TaskWrite) -> rusqlite::Result<u64> {
+        self.revision += 1;
+        write_task(&self.connection, write, self.revision)?;
+        Ok(self.revision)
+    }
+
     fn apply(&mut self, action: &Action) -> rusqlite::Result<Outcome> {
         match action {
             Action::Commit(writes) => {
-                let mut revisions = Vec::with_capacity(writes.len());
-                for write in writes {
-                    self.revision += 1;
-                    write_task(&self.connection, write, self.revision)?;
-                    revisions.push(self.revision);
-                }
-                Ok(Outcome::Committed(revisions))
+                let revisions = writes.iter().map(|write| self.write(write));
+                Ok(Outcome::Committed(
+                    revisions.collect::<rusqlite::Result<_>>()?,
+                ))
             }
             Action::Purge { before_ms } => purge(&self.connection, *before_ms).map(Outcome::Purged),
             Action::PutPushConfig(config) => {
