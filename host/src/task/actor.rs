@@ -117,6 +117,7 @@ pub(crate) fn spawn(
         answer_watch: None,
         broken: None,
         unstored_since: None,
+        transcript_span: None,
     };
     // The actor is boxed apart, and every step the loop awaits is boxed
     // too: the future is what a live task costs while it waits, and it
@@ -239,6 +240,9 @@ struct TaskActor {
     /// committed: it is, `accept_commit_delay` later, unless the turn's end
     /// stores it with the reply first ([`TaskActor::defers_acceptance`]).
     unstored_since: Option<tokio::time::Instant>,
+    /// How many stored messages the last model turn's transcript went
+    /// through, so the next one reads that many first.
+    transcript_span: Option<usize>,
 }
 
 impl TaskActor {
@@ -580,7 +584,8 @@ impl TaskActor {
             self.view(),
             self.turn_message.clone(),
         )
-        .with_unstored(unstored);
+        .with_unstored(unstored)
+        .after_span(self.transcript_span);
         self.job = Some(Job::spawn(move |link| turn.run(link)));
     }
 
@@ -662,6 +667,9 @@ impl TaskActor {
     fn finish(&mut self, output: TurnOutput) {
         // Waiters of a turn that ended (or was cut) hear nothing more.
         self.subtask_waiters.clear();
+        if output.transcript_span.is_some() {
+            self.transcript_span = output.transcript_span;
+        }
         let env = Arc::clone(&self.env);
         let Finished { next, direct_reply } = lifecycle::finish(self, output, &env.settings);
         let watch = self.answer_watch.take();

@@ -51,6 +51,9 @@ pub(crate) struct ModelTurn {
     /// The newest messages, which the store does not have yet (a message
     /// whose acceptance waits for the turn's commit).
     unstored: Unstored,
+    /// How many stored messages the conversation's last transcript went
+    /// through, when this worker read one (`transcript::read`).
+    last_span: Option<usize>,
 }
 
 impl ModelTurn {
@@ -121,12 +124,19 @@ impl ModelTurn {
             task_id: record.id.clone(),
             budget,
             unstored: Unstored::default(),
+            last_span: None,
         }
     }
 
     /// The turn's conversation ends with `unstored`, not stored yet.
     pub(crate) fn with_unstored(self, unstored: Unstored) -> Self {
         ModelTurn { unstored, ..self }
+    }
+
+    /// The conversation's last transcript went through `last_span` stored
+    /// messages (see [`TurnOutput::transcript_span`]).
+    pub(crate) fn after_span(self, last_span: Option<usize>) -> Self {
+        ModelTurn { last_span, ..self }
     }
 
     /// Read what fits the model's window from the store (everything before
@@ -138,15 +148,20 @@ impl ModelTurn {
             &self.task_id,
             self.budget,
             self.unstored,
+            self.last_span,
         );
         match read.await {
-            Ok(transcript) => {
-                AgentTurn {
-                    transcript,
+            Ok(read) => {
+                let output = AgentTurn {
+                    transcript: read.transcript,
                     ..self.turn
                 }
                 .run(link)
-                .await
+                .await;
+                TurnOutput {
+                    transcript_span: Some(read.span),
+                    ..output
+                }
             }
             Err(error) => TurnOutput::untraced(TurnEnd::Failed(format!(
                 "the conversation could not be read from the store: {error}"
@@ -200,6 +215,7 @@ impl AgentTurn {
             end,
             trace: trace.finish(),
             usage,
+            transcript_span: None,
         }
     }
 

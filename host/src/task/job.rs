@@ -82,6 +82,10 @@ pub(crate) struct TurnOutput {
     pub(crate) trace: TraceRecord,
     /// Tokens the model reported over the whole turn, if it reported any.
     pub(crate) usage: Option<Usage>,
+    /// How many stored messages a model turn's transcript went through:
+    /// the worker's next turn reads about as many first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) transcript_span: Option<usize>,
 }
 
 impl TurnOutput {
@@ -90,6 +94,7 @@ impl TurnOutput {
             end,
             trace: TraceRecord::default(),
             usage: None,
+            transcript_span: None,
         }
     }
 }

@@ -217,7 +217,9 @@ pub(crate) fn finish(
     output: TurnOutput,
     settings: &TaskSettings,
 ) -> Finished {
-    let TurnOutput { end, trace, usage } = output;
+    let TurnOutput {
+        end, trace, usage, ..
+    } = output;
     if let Some(usage) = usage {
         task.apply(Change::Usage(usage));
     }

@@ -24,6 +24,8 @@
 //! when it alone exceeds the budget (the provider then says the
 //! conversation is too long, and the participants read that).
 
+use std::cell::Cell;
+
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
@@ -174,28 +176,48 @@ pub(crate) struct Unstored {
 }
 
 /// How many of the newest messages a transcript read from the store starts
-/// with; while the window has room for more, it reads as many as should
-/// fill it ([`next_read`]).
+/// with when nothing says how many the window takes; while the window has
+/// room for more, it reads as many as should fill it ([`next_read`]).
 const FIRST_READ: usize = 64;
+
+/// A transcript read from the store, and how many stored messages it went
+/// through: about as many as the conversation's next read needs, since the
+/// window moves on by a turn at a time.
+#[derive(Debug)]
+pub(crate) struct Read {
+    pub(crate) transcript: Transcript,
+    pub(crate) span: usize,
+}
 
 /// The conversation of task `task_id` as a model with a window of
 /// `budget_tokens` sees it, read from `store`: only as many of the newest
 /// messages as the window reaches (never the whole of a long history),
 /// then `unstored`, the newest, which the store does not have yet.
+///
+/// `last_span` is the span of the conversation's previous read, if this
+/// worker made one. The first read asks for that many and a margin, so a
+/// window that reaches further back than [`FIRST_READ`] is read once per
+/// turn, not twice.
 pub(crate) async fn read(
     store: &dyn TaskStore,
     task_id: &str,
     budget_tokens: u64,
     unstored: Unstored,
-) -> Result<Transcript, String> {
+    last_span: Option<usize>,
+) -> Result<Read, String> {
     let Unstored {
         messages: unstored,
         whole_history,
     } = unstored;
     if whole_history {
-        return Ok(fit(unstored.iter().rev().map(Seen::of), budget_tokens).transcript);
+        let fitted = fit(unstored.iter().rev().map(Seen::of), budget_tokens);
+        return Ok(Read {
+            transcript: fitted.transcript,
+            span: 0,
+        });
     }
-    let mut limit = FIRST_READ;
+    // The margin covers newer messages longer than the ones that fell out.
+    let mut limit = last_span.map_or(FIRST_READ, |span| span.saturating_add(span / 8 + 4));
     loop {
         let stored = store
             .load(task_id.to_owned(), Some(limit))
@@ -207,18 +229,26 @@ pub(crate) async fn read(
         // Newest first, each read only once the window still has room for
         // it: a full window never parses what it leaves out.
         let mut unreadable = None;
+        let span = Cell::new(0);
+        let stored_newest_first = documents.iter().rev().map(|document| {
+            span.set(span.get() + 1);
+            Seen::parse(document)
+        });
         let newest_first = unstored
             .iter()
             .rev()
             .map(|message| Ok(Seen::of(message)))
-            .chain(documents.iter().rev().map(|document| Seen::parse(document)))
+            .chain(stored_newest_first)
             .map_while(|seen| seen.map_err(|error| unreadable = Some(error)).ok());
         let fitted = fit(newest_first, budget_tokens);
         if let Some(error) = unreadable {
             return Err(format!("a stored message is unreadable: {error}"));
         }
         if fitted.filled || whole {
-            return Ok(fitted.transcript);
+            return Ok(Read {
+                transcript: fitted.transcript,
+                span: span.get(),
+            });
         }
         limit = next_read(limit, fitted.used_tokens, budget_tokens);
     }
@@ -724,7 +754,8 @@ mod tests {
             messages: vec![newest],
             whole_history: false,
         };
-        let read_back = read(&store, "t", 60, unstored).await.expect("read");
+        let read_back = read(&store, "t", 60, unstored, None).await.expect("read");
+        let read_back = read_back.transcript;
         let texts: Vec<&str> = read_back
             .messages
             .iter()
@@ -736,7 +767,7 @@ mod tests {
         assert_eq!(texts.last(), Some(&"and now?"), "the unstored message last");
         assert!(texts.len() < 20, "only what fits: {texts:?}");
 
-        let everything = read(&store, "t", u64::MAX, Unstored::default()).await;
+        let everything = read(&store, "t", u64::MAX, Unstored::default(), None).await;
         assert!(
             everything
                 .as_ref()

@@ -57,6 +57,7 @@ pub(crate) async fn command_turn(
         end: TurnEnd::Command(result),
         trace: trace.finish(),
         usage: None,
+        transcript_span: None,
     }
 }
 

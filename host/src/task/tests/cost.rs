@@ -207,12 +207,13 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
     let sizes = Arc::new(Mutex::new(Vec::new()));
     let loaded = PluginLoader::new(runtime()).load(None, listening(&sizes));
     assert!(!loaded.report.has_problems(), "{}", loaded.report);
-    // A window of 1,024 tokens: full after a few dozen turns, so later turns
-    // read only what fits it.
+    // A window of 2,048 tokens: full after about 70 turns (some 140
+    // messages, more than a first read's 64), so later turns read only what
+    // fits it.
     let service = TaskService::with_durability(
         settings(),
         Registries::new(loaded.registry),
-        windowed_models(1_024),
+        windowed_models(2_048),
         Durability {
             store: Arc::clone(&store) as Arc<dyn TaskStore>,
             idle_timeout: Duration::from_secs(60),
@@ -223,12 +224,23 @@ async fn a_turn_costs_the_same_at_any_length_of_the_conversation() {
     );
     let task = start(&service, "alice", "hello").await;
     let mut at = BTreeMap::new();
+    let mut loads = BTreeMap::new();
     for n in 1..=220 {
+        let loads_before = store.loads.load(Ordering::SeqCst);
         let cost = turn(&service, &store, &sizes, &task.id, n).await;
+        loads.insert(n, store.loads.load(Ordering::SeqCst) - loads_before);
         if [20, 150, 220].contains(&n) {
             at.insert(n, cost);
         }
     }
+    // The window reaches further back than a first read's 64 messages,
+    // and each turn still reads the store once: as far back as the last
+    // turn's window went, and a margin.
+    let reads_more_than_once: Vec<_> = loads.iter().filter(|&(_, &n)| n != 1).collect();
+    assert!(
+        reads_more_than_once.is_empty(),
+        "turns that read the store more or less than once: {reads_more_than_once:?}"
+    );
     let (early, late) = (at[&20], at[&220]);
     // Equal up to the digits of counters and timestamps.
     let close = |a: usize, b: usize| a.abs_diff(b) <= 32;
