@@ -2,8 +2,8 @@
 //! Python SDK (a2a-sdk 1.3.0 serving `tests/bench/sdk_echo_agent.py`, an echo
 //! agent that parks its tasks like ours), in one run, on one machine.
 //!
-//! Each server runs pinned to CPU 0 (`taskset`); this process, the load
-//! generator, pins itself to CPU 1. Every server gets the same requests over
+//! Each server runs pinned to CPU 0 (`taskset`, checked once it serves);
+//! this process, the load generator, pins itself to CPU 1. Every server gets the same requests over
 //! loopback HTTP/1.1 (JSON-RPC `SendMessage`), from the same client. Printed:
 //! one Markdown table per measurement, and everything as JSON (`--out`).
 //!
@@ -34,8 +34,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -230,7 +230,10 @@ fn main() -> anyhow::Result<()> {
     let options = Options::from_args()?;
     // reqwest is built without a default TLS provider (as in the harness).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let pinned = pin_self_to_cpu(1);
+    // Counted before this process pins itself: from then on
+    // `available_parallelism` reads its affinity and counts CPU 1 alone.
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let pinned = place_processes(cpus);
     let scratch = tempfile::Builder::new()
         .prefix("tiny-harness-bench")
         .tempdir()?;
@@ -244,7 +247,7 @@ fn main() -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(" "),
         machine: Machine {
-            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            cpus,
             pinned,
             rounds: options.rounds,
             seconds_per_measurement: options.seconds,
@@ -871,7 +874,7 @@ impl Server {
             .prefix("server")
             .tempdir_in(scratch)?;
         let port = free_port()?;
-        let mut command = pinned_command(0);
+        let mut command = server_command();
         match kind {
             Kind::Sdk => {
                 let agent =
@@ -944,6 +947,16 @@ impl Server {
             _dir: dir,
         };
         server.wait_until_serving(Duration::from_secs(120)).await?;
+        // Serving, so `taskset` has long since moved it and run it.
+        if SERVERS_PINNED.get().copied().unwrap_or(false) {
+            let cpus = allowed_cpus(server.pid)?;
+            if cpus != SERVER_CPU.to_string() {
+                bail!(
+                    "{} runs on CPUs {cpus}, not CPU {SERVER_CPU} alone",
+                    kind.label()
+                );
+            }
+        }
         Ok(server)
     }
 
@@ -990,12 +1003,36 @@ impl Server {
     }
 }
 
-/// `taskset -c CPU` when there are two CPUs or more, else nothing.
-fn pinned_command(cpu: usize) -> Command {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
+/// The CPU every server runs on, when [`place_processes`] pinned them.
+const SERVER_CPU: usize = 0;
+/// The CPU of this process, the load generator, when pinned.
+const LOAD_CPU: usize = 1;
+
+/// Whether servers start pinned to [`SERVER_CPU`] (decided once, by
+/// [`place_processes`]).
+static SERVERS_PINNED: OnceLock<bool> = OnceLock::new();
+
+/// With two CPUs or more and `taskset`, this process moves to [`LOAD_CPU`]
+/// and every server it starts to [`SERVER_CPU`]; otherwise nothing is
+/// pinned. Both or neither: a server started unpinned would inherit this
+/// process's CPU and share it with the load. Returns whether they are.
+fn place_processes(cpus: usize) -> bool {
+    let pinned = cpus >= 2 && Path::new("/usr/bin/taskset").exists() && pin_self_to_cpu(LOAD_CPU);
+    if !pinned {
+        eprintln!(
+            "{cpus} CPU(s){}: nothing is pinned, figures are not comparable to the README",
+            if cpus >= 2 { " and no taskset" } else { "" }
+        );
+    }
+    SERVERS_PINNED.get_or_init(|| pinned);
+    pinned
+}
+
+/// `taskset -c SERVER_CPU` when servers are pinned, else nothing.
+fn server_command() -> Command {
+    if SERVERS_PINNED.get().copied().unwrap_or(false) {
         let mut command = Command::new("taskset");
-        command.arg("-c").arg(cpu.to_string());
+        command.arg("-c").arg(SERVER_CPU.to_string());
         command
     } else {
         // `env` runs the program named next, unpinned.
@@ -1003,12 +1040,19 @@ fn pinned_command(cpu: usize) -> Command {
     }
 }
 
+/// The CPUs process `pid` may run on (its main thread's), as `/proc` lists
+/// them (`0`, `0-1`).
+fn allowed_cpus(pid: u32) -> anyhow::Result<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .map(|list| list.trim().to_owned())
+        .context("Cpus_allowed_list")
+}
+
 /// Pin this process (and the threads it starts later) to `cpu`.
 fn pin_self_to_cpu(cpu: usize) -> bool {
-    if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        eprintln!("one CPU: nothing is pinned, figures are not comparable to the README");
-        return false;
-    }
     #[allow(unsafe_code)]
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read
     // and write that local set and this thread's affinity.
@@ -1045,6 +1089,10 @@ impl Client {
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .pool_max_idle_per_host(1024)
+                // Under the server's `header_read_timeout_secs` (30): a
+                // connection idle since an earlier measurement is dropped
+                // here, never reused as the server closes it.
+                .pool_idle_timeout(Duration::from_secs(20))
                 .timeout(Duration::from_secs(120))
                 .build()?,
             ids: Arc::new(AtomicU64::new(0)),
