@@ -24,6 +24,7 @@
 //! when it alone exceeds the budget (the provider then says the
 //! conversation is too long, and the participants read that).
 
+use std::borrow::Cow;
 use std::cell::Cell;
 
 use serde::Deserialize;
@@ -393,7 +394,7 @@ impl Seen {
 
     /// A stored message's JSON, read only as far as the model needs it.
     fn parse(document: &str) -> Result<Option<Seen>, serde_json::Error> {
-        let stored: StoredView = serde_json::from_str(document)?;
+        let stored: StoredView<'_> = serde_json::from_str(document)?;
         Ok(Seen::from_view(MessageView {
             role: stored.role,
             harness: stored.metadata.harness.is_some(),
@@ -402,7 +403,7 @@ impl Seen {
         }))
     }
 
-    fn from_view(message: MessageView<'_>) -> Option<Seen> {
+    fn from_view<P: PartRead>(message: MessageView<'_, P>) -> Option<Seen> {
         if message.harness {
             return None;
         }
@@ -413,12 +414,12 @@ impl Seen {
                 calls: message
                     .parts
                     .iter()
-                    .filter_map(Part::as_data)
+                    .filter_map(PartRead::data)
                     .filter_map(|data| serde_json::from_value(data.clone()).ok())
                     .collect(),
             }),
             (MessageRole::Agent, Some(TOOL_RESULT)) => {
-                let data = message.parts.iter().find_map(Part::as_data)?;
+                let data = message.parts.iter().find_map(PartRead::data)?;
                 let (content, is_error) = match (data.get("result"), data.get("error")) {
                     (Some(result), _) => (content_text(result), false),
                     (None, Some(error)) => (content_text(error), true),
@@ -467,40 +468,87 @@ fn content_text(value: &Value) -> String {
 
 /// The text parts of a message, joined by newlines; its data parts as JSON
 /// (a participant may send structured content).
-fn text_of(message: &MessageView<'_>) -> String {
-    let mut pieces: Vec<String> = Vec::new();
+fn text_of<P: PartRead>(message: &MessageView<'_, P>) -> String {
+    let mut text = String::new();
+    let mut first = true;
     for part in message.parts {
-        if let Some(text) = part.as_text() {
-            pieces.push(text.to_owned());
-        } else if let Some(data) = part.as_data()
+        let data;
+        let piece = if let Some(piece) = part.text() {
+            piece
+        } else if let Some(value) = part.data()
             && message.stream.is_none()
         {
-            pieces.push(data.to_string());
+            data = value.to_string();
+            &data
+        } else {
+            continue;
+        };
+        if !std::mem::take(&mut first) {
+            text.push('\n');
         }
+        text.push_str(piece);
     }
-    pieces.join("\n")
+    text
 }
 
 /// What [`Seen`] reads of a message, whole or stored.
-struct MessageView<'a> {
+struct MessageView<'a, P> {
     role: MessageRole,
     /// Whether it carries the `harness` key.
     harness: bool,
     /// Its `stream` value, if it has the key.
     stream: Option<&'a Value>,
-    parts: &'a [Part],
+    parts: &'a [P],
+}
+
+/// What [`Seen`] reads of a part: its text or its data, if it is either.
+trait PartRead {
+    fn text(&self) -> Option<&str>;
+    fn data(&self) -> Option<&Value>;
+}
+
+impl PartRead for Part {
+    fn text(&self) -> Option<&str> {
+        self.as_text()
+    }
+
+    fn data(&self) -> Option<&Value> {
+        self.as_data()
+    }
 }
 
 /// A stored message as far as a transcript reads it: the rest of its
 /// metadata (a reply's trace above all, a tree the model never sees) is
-/// skipped, not built.
+/// skipped, not built, and so is all of a part but its text or data.
 #[derive(Deserialize)]
-struct StoredView {
+struct StoredView<'a> {
     role: MessageRole,
-    #[serde(default)]
-    parts: Vec<Part>,
+    #[serde(default, borrow)]
+    parts: Vec<StoredPart<'a>>,
     #[serde(default)]
     metadata: StoredMarks,
+}
+
+/// A stored part's text (borrowed from the document unless it has escapes)
+/// or data. The store holds what the harness accepted and wrote, so the
+/// rules a part obeys on the wire (exactly one kind of content) are not
+/// checked again here; a part with neither is one the model does not read.
+#[derive(Deserialize)]
+struct StoredPart<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    data: Option<Value>,
+}
+
+impl PartRead for StoredPart<'_> {
+    fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -599,6 +647,33 @@ mod tests {
                 ChatMessage::Tool(_) => "tool",
             })
             .collect()
+    }
+
+    /// A stored part is read for its text or data alone: escapes, file
+    /// parts and part metadata read back as from the whole message.
+    #[test]
+    fn a_stored_message_reads_as_its_parts_text_and_data() {
+        let mut quoted = Part::text("line one\n\"two\" \u{e9}");
+        quoted.metadata.insert("lang".into(), json!("en"));
+        let mut file = Part::url("https://example.com/a.pdf");
+        file.filename = Some("a.pdf".into());
+        let message = Message::new(
+            MessageRole::User,
+            crate::task::state::new_id(),
+            vec![
+                quoted,
+                file,
+                Part::raw(vec![1, 2]),
+                Part::data(json!({"n": 1})),
+            ],
+        );
+        let read = transcript(&[message], u64::MAX);
+        assert_eq!(
+            read.messages,
+            vec![ChatMessage::User {
+                content: "line one\n\"two\" \u{e9}\n{\"n\":1}".into()
+            }]
+        );
     }
 
     #[test]
