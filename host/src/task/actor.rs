@@ -117,7 +117,7 @@ pub(crate) fn spawn(
         answer_watch: None,
         broken: None,
         unstored_since: None,
-        transcript_span: None,
+        transcript_span: 0,
     };
     // The actor is boxed apart, and every step the loop awaits is boxed
     // too: the future is what a live task costs while it waits, and it
@@ -241,8 +241,10 @@ struct TaskActor {
     /// stores it with the reply first ([`TaskActor::defers_acceptance`]).
     unstored_since: Option<tokio::time::Instant>,
     /// How many stored messages the last model turn's transcript went
-    /// through, so the next one reads that many first.
-    transcript_span: Option<usize>,
+    /// through, so the next one reads that many first; 0 when none did.
+    /// Four bytes, where they fit beside the other fields: every running
+    /// worker carries them.
+    transcript_span: u32,
 }
 
 impl TaskActor {
@@ -585,7 +587,7 @@ impl TaskActor {
             self.turn_message.clone(),
         )
         .with_unstored(unstored)
-        .after_span(self.transcript_span);
+        .after_span((self.transcript_span > 0).then_some(self.transcript_span as usize));
         self.job = Some(Job::spawn(move |link| turn.run(link)));
     }
 
@@ -667,8 +669,8 @@ impl TaskActor {
     fn finish(&mut self, output: TurnOutput) {
         // Waiters of a turn that ended (or was cut) hear nothing more.
         self.subtask_waiters.clear();
-        if output.transcript_span.is_some() {
-            self.transcript_span = output.transcript_span;
+        if let Some(span) = output.transcript_span {
+            self.transcript_span = span;
         }
         let env = Arc::clone(&self.env);
         let Finished { next, direct_reply } = lifecycle::finish(self, output, &env.settings);

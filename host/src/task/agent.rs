@@ -159,7 +159,7 @@ impl ModelTurn {
                 .run(link)
                 .await;
                 TurnOutput {
-                    transcript_span: Some(read.span),
+                    transcript_span: Some(u32::try_from(read.span).unwrap_or(u32::MAX)),
                     ..output
                 }
             }

@@ -85,7 +85,7 @@ pub(crate) struct TurnOutput {
     /// How many stored messages a model turn's transcript went through:
     /// the worker's next turn reads about as many first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) transcript_span: Option<usize>,
+    pub(crate) transcript_span: Option<u32>,
 }
 
 impl TurnOutput {
