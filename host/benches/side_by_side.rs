@@ -3,9 +3,10 @@
 //! agent that parks its tasks like ours), in one run, on one machine.
 //!
 //! Each server runs pinned to CPU 0 (`taskset`, checked once it serves);
-//! this process, the load generator, pins itself to CPU 1. Every server gets the same requests over
-//! loopback HTTP/1.1 (JSON-RPC `SendMessage`), from the same client. Printed:
-//! one Markdown table per measurement, and everything as JSON (`--out`).
+//! this process, the load generator, pins itself to CPU 1. Every server gets
+//! the same requests over loopback HTTP/1.1 (JSON-RPC `SendMessage`), from
+//! the same client. Printed: one Markdown table per measurement, and
+//! everything as JSON (`--out`).
 //!
 //! * throughput and latency (p50, p99) of new conversations, follow-ups and
 //!   `/status` at 1, 16 and 256 connections (medians of `--rounds` rounds);
@@ -992,13 +993,8 @@ impl Server {
     }
 
     fn resident_bytes(&self) -> anyhow::Result<f64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
-        let kb: f64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.split_whitespace().next())
-            .context("VmRSS")?
-            .parse()?;
+        let rss = status_field(self.pid, "VmRSS")?;
+        let kb: f64 = rss.split_whitespace().next().context("VmRSS")?.parse()?;
         Ok(kb * 1024.0)
     }
 }
@@ -1017,13 +1013,19 @@ static SERVERS_PINNED: OnceLock<bool> = OnceLock::new();
 /// pinned. Both or neither: a server started unpinned would inherit this
 /// process's CPU and share it with the load. Returns whether they are.
 fn place_processes(cpus: usize) -> bool {
-    let pinned = cpus >= 2 && Path::new("/usr/bin/taskset").exists() && pin_self_to_cpu(LOAD_CPU);
-    if !pinned {
-        eprintln!(
-            "{cpus} CPU(s){}: nothing is pinned, figures are not comparable to the README",
-            if cpus >= 2 { " and no taskset" } else { "" }
-        );
+    let unpinned = if cpus < 2 {
+        Some("one CPU")
+    } else if !Path::new("/usr/bin/taskset").exists() {
+        Some("no taskset")
+    } else if !pin_self_to_cpu(LOAD_CPU) {
+        Some("this process could not pin itself")
+    } else {
+        None
+    };
+    if let Some(why) = unpinned {
+        eprintln!("{why}: nothing is pinned, figures are not comparable to the README");
     }
+    let pinned = unpinned.is_none();
     SERVERS_PINNED.get_or_init(|| pinned);
     pinned
 }
@@ -1043,12 +1045,17 @@ fn server_command() -> Command {
 /// The CPUs process `pid` may run on (its main thread's), as `/proc` lists
 /// them (`0`, `0-1`).
 fn allowed_cpus(pid: u32) -> anyhow::Result<String> {
+    status_field(pid, "Cpus_allowed_list")
+}
+
+/// Field `name` of `/proc/PID/status`, its value trimmed.
+fn status_field(pid: u32, name: &str) -> anyhow::Result<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
-        .map(|list| list.trim().to_owned())
-        .context("Cpus_allowed_list")
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .map(|value| value.trim().to_owned())
+        .with_context(|| format!("{name} in /proc/{pid}/status"))
 }
 
 /// Pin this process (and the threads it starts later) to `cpu`.
