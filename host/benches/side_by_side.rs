@@ -338,6 +338,12 @@ struct Throughput {
     errors: u64,
     /// Every round's requests per second.
     rounds: Vec<f64>,
+    /// The share of one core the load generator (this process) used while
+    /// the median round was measured: near 1, the figure is the load
+    /// generator's, not the server's.
+    load_generator_cpu: Option<f64>,
+    /// The share of one core the server used meanwhile.
+    server_cpu: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -509,6 +515,8 @@ async fn throughput_phase(
                     p99_ms: median.p99,
                     errors: loads.iter().map(|load| load.errors).sum(),
                     rounds: all,
+                    load_generator_cpu: median.load_generator_cpu,
+                    server_cpu: median.server_cpu,
                 });
             }
         }
@@ -631,6 +639,29 @@ fn print_throughput(report: &Report) {
     let errors: u64 = report.throughput.iter().map(|t| t.errors).sum();
     if errors > 0 {
         println!("\n{errors} requests failed (see the JSON for where)");
+    }
+    let busy: Vec<String> = report
+        .throughput
+        .iter()
+        .filter_map(|t| {
+            let used = t
+                .load_generator_cpu
+                .filter(|&used| used > LOAD_GENERATOR_BUSY)?;
+            Some(format!(
+                "{} x{} on {} ({:.0}%)",
+                t.scenario.label(),
+                t.connections,
+                t.server.label(),
+                used * 100.0
+            ))
+        })
+        .collect();
+    if !busy.is_empty() {
+        println!(
+            "\nThe load generator used most of its core in: {}. These figures may be \
+             its own limit rather than the server's.",
+            busy.join("; ")
+        );
     }
 }
 
@@ -1227,17 +1258,72 @@ struct Load {
     p50: f64,
     p99: f64,
     errors: u64,
+    /// Shares of one core used while it was measured (`None` where
+    /// `/proc` cannot say).
+    load_generator_cpu: Option<f64>,
+    server_cpu: Option<f64>,
+}
+
+/// Above this share of its core, the load generator is said to be busy:
+/// its figure may be its own limit.
+const LOAD_GENERATOR_BUSY: f64 = 0.8;
+
+/// CPU time (user and system) process `pid` has used, in seconds; `"self"`
+/// for this process.
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may hold spaces: count fields
+    // after it (utime and stime are the 14th and 15th of the line).
+    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    let utime: f64 = fields.nth(11)?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    #[allow(unsafe_code)]
+    // SAFETY: sysconf reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (utime + stime) / ticks as f64)
+}
+
+/// The CPU time of the load generator and of a server, taken together.
+struct CpuClock {
+    at: Instant,
+    load_generator: Option<f64>,
+    server: Option<f64>,
+}
+
+impl CpuClock {
+    fn read(server_pid: Option<u32>) -> Self {
+        CpuClock {
+            at: Instant::now(),
+            load_generator: cpu_seconds("self"),
+            server: server_pid.and_then(|pid| cpu_seconds(&pid.to_string())),
+        }
+    }
+
+    /// The shares of one core each used since `self`.
+    fn shares_since(&self, server_pid: Option<u32>) -> (Option<f64>, Option<f64>) {
+        let now = CpuClock::read(server_pid);
+        let elapsed = now.at.duration_since(self.at).as_secs_f64();
+        let share = |before: Option<f64>, after: Option<f64>| {
+            Some((after? - before?) / elapsed).filter(|_| elapsed > 0.0)
+        };
+        (
+            share(self.load_generator, now.load_generator),
+            share(self.server, now.server),
+        )
+    }
 }
 
 /// `connections` workers each send `scenario` requests back to back for
 /// `seconds`; latencies in milliseconds.
 async fn drive(
     client: &Client,
-    server: &Endpoint,
+    server: &Server,
     scenario: Scenario,
     connections: usize,
     seconds: f64,
 ) -> anyhow::Result<Load> {
+    let pid = Some(server.pid);
+    let server = &server.endpoint;
     // The conversations first (not measured).
     let mut workers = Vec::with_capacity(connections);
     for worker in 0..connections {
@@ -1296,6 +1382,10 @@ async fn drive(
             (latencies, errors)
         });
     }
+    tokio::time::sleep_until(started.into()).await;
+    let clock = CpuClock::read(pid);
+    tokio::time::sleep_until(deadline.into()).await;
+    let (load_generator_cpu, server_cpu) = clock.shares_since(pid);
     let mut latencies = Vec::new();
     let mut errors = 0;
     while let Some(done) = tasks.join_next().await {
@@ -1309,6 +1399,8 @@ async fn drive(
         p50: percentile(&latencies, 50.0),
         p99: percentile(&latencies, 99.0),
         errors,
+        load_generator_cpu,
+        server_cpu,
     })
 }
 
