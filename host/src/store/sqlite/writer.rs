@@ -273,6 +273,7 @@ impl Writer {
     /// Take jobs until every sender is gone, as many per batch as are
     /// waiting: while one batch is made durable, the next queues up.
     pub(super) fn run(mut self, queue: mpsc::Receiver<Job>) {
+        yield_to_waking_threads();
         while let Some(first) = self.next_job(&queue) {
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
@@ -765,4 +766,49 @@ fn record_applied(connection: &Connection, seq: u64) -> rusqlite::Result<()> {
         )?
         .execute([int(seq)])?;
     Ok(())
+}
+
+/// Schedule the calling thread as a batch thread (Linux `SCHED_BATCH`):
+/// woken, it no longer preempts the thread that woke it, but runs when
+/// that one yields its core or its time slice ends.
+///
+/// Why: on a server with one core, each job sent to the writer preempted
+/// the request worker at once, so every batch held one job (one context
+/// switch per request, measured), and paid alone for its redo record's
+/// `write()` and the two switches. Left to wait, the writer finds the jobs
+/// of every request the worker took meanwhile. With a core to spare, it
+/// runs at once as before.
+fn yield_to_waking_threads() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        #[allow(unsafe_code)]
+        // SAFETY: `param` is a valid sched_param for SCHED_BATCH (priority
+        // 0), and pid 0 names the calling thread.
+        let refused = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0;
+        if refused {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "the task store's writer keeps the default scheduling"
+            );
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #[test]
+    fn the_writer_schedules_itself_as_a_batch_thread() {
+        let policy = std::thread::spawn(|| {
+            super::yield_to_waking_threads();
+            #[allow(unsafe_code)]
+            // SAFETY: reads the calling thread's policy.
+            unsafe {
+                libc::sched_getscheduler(0)
+            }
+        })
+        .join()
+        .expect("the thread ends");
+        assert_eq!(policy, libc::SCHED_BATCH);
+    }
 }
