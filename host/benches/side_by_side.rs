@@ -1291,16 +1291,16 @@ struct CpuClock {
 }
 
 impl CpuClock {
-    fn read(server_pid: Option<u32>) -> Self {
+    fn read(server_pid: u32) -> Self {
         CpuClock {
             at: Instant::now(),
             load_generator: cpu_seconds("self"),
-            server: server_pid.and_then(|pid| cpu_seconds(&pid.to_string())),
+            server: cpu_seconds(&server_pid.to_string()),
         }
     }
 
     /// The shares of one core each used since `self`.
-    fn shares_since(&self, server_pid: Option<u32>) -> (Option<f64>, Option<f64>) {
+    fn shares_since(&self, server_pid: u32) -> (Option<f64>, Option<f64>) {
         let now = CpuClock::read(server_pid);
         let elapsed = now.at.duration_since(self.at).as_secs_f64();
         let share = |before: Option<f64>, after: Option<f64>| {
@@ -1322,7 +1322,7 @@ async fn drive(
     connections: usize,
     seconds: f64,
 ) -> anyhow::Result<Load> {
-    let pid = Some(server.pid);
+    let pid = server.pid;
     let server = &server.endpoint;
     // The conversations first (not measured).
     let mut workers = Vec::with_capacity(connections);

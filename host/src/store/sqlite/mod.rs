@@ -1325,6 +1325,40 @@ mod tests {
             .expect("updates");
     }
 
+    /// The scheduling policies of this process's threads named `name`
+    /// (as `/proc` shortens it).
+    #[cfg(target_os = "linux")]
+    fn policies_of_threads(name: &str) -> Vec<i32> {
+        let tasks = std::fs::read_dir("/proc/self/task").expect("lists threads");
+        tasks
+            .filter_map(|task| {
+                let task = task.ok()?;
+                let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                let tid: libc::pid_t = task.file_name().to_str()?.parse().ok()?;
+                #[allow(unsafe_code)]
+                // SAFETY: reads the policy of a thread of this process.
+                let policy = unsafe { libc::sched_getscheduler(tid) };
+                (comm.trim_end() == name).then_some(policy)
+            })
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_writer_runs_as_a_batch_thread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
+        // Answered by the writer, which set its policy before its first job.
+        store
+            .commit(vec![create("t", "alice", "m")])
+            .await
+            .expect("creates");
+        // Other tests' writers may be starting meanwhile; this one is batch.
+        let policies = policies_of_threads("task-store-writ");
+        assert!(policies.contains(&libc::SCHED_BATCH), "{policies:?}");
+    }
+
     #[tokio::test]
     async fn a_task_read_whole_is_answered_from_memory_in_step_with_commits_until_idle() {
         let dir = tempfile::tempdir().expect("tempdir");

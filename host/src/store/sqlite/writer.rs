@@ -794,21 +794,3 @@ fn yield_to_waking_threads() {
         }
     }
 }
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    #[test]
-    fn the_writer_schedules_itself_as_a_batch_thread() {
-        let policy = std::thread::spawn(|| {
-            super::yield_to_waking_threads();
-            #[allow(unsafe_code)]
-            // SAFETY: reads the calling thread's policy.
-            unsafe {
-                libc::sched_getscheduler(0)
-            }
-        })
-        .join()
-        .expect("the thread ends");
-        assert_eq!(policy, libc::SCHED_BATCH);
-    }
-}
