@@ -968,9 +968,12 @@ fn append_rows(connection: &Connection, write: &TaskWrite) -> rusqlite::Result<(
         artifacts.execute(params![id, int(artifact.position), artifact.document])?;
     }
     if let Some(participants) = &write.participants {
-        connection
-            .prepare_cached("DELETE FROM participants WHERE task_id = ?1")?
-            .execute([id])?;
+        // A task this write creates has none to replace.
+        if write.created.is_none() {
+            connection
+                .prepare_cached("DELETE FROM participants WHERE task_id = ?1")?
+                .execute([id])?;
+        }
         let mut insert = connection.prepare_cached(
             "INSERT OR IGNORE INTO participants (task_id, participant_id) VALUES (?1, ?2)",
         )?;
