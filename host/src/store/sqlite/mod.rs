@@ -1328,6 +1328,16 @@ mod tests {
             .expect("updates");
     }
 
+    /// A store opened at `path` with task `t` created in it.
+    async fn store_with_a_task(path: &Path) -> SqliteStore {
+        let store = SqliteStore::open(path, Synchronous::Normal).expect("opens");
+        store
+            .commit(vec![create("t", "alice", "m")])
+            .await
+            .expect("creates");
+        store
+    }
+
     /// The scheduling policies of this process's threads named `name`
     /// (as `/proc` shortens it).
     #[cfg(target_os = "linux")]
@@ -1350,13 +1360,8 @@ mod tests {
     #[tokio::test]
     async fn the_writer_runs_as_a_batch_thread() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store =
-            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
         // Answered by the writer, which set its policy before its first job.
-        store
-            .commit(vec![create("t", "alice", "m")])
-            .await
-            .expect("creates");
+        let _store = store_with_a_task(&dir.path().join("t.db")).await;
         // Other tests' writers may be starting meanwhile; this one is batch.
         let policies = policies_of_threads("task-store-writ");
         assert!(policies.contains(&libc::SCHED_BATCH), "{policies:?}");
@@ -1366,11 +1371,7 @@ mod tests {
     async fn a_task_read_whole_is_answered_from_memory_in_step_with_commits_until_idle() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.db");
-        let store = SqliteStore::open(&path, Synchronous::Normal).expect("opens");
-        store
-            .commit(vec![create("t", "alice", "m")])
-            .await
-            .expect("creates");
+        let store = store_with_a_task(&path).await;
         let read = |history| store.load("t".into(), history);
         let first = read(None).await.expect("reads").expect("exists");
         store
@@ -1423,12 +1424,7 @@ mod tests {
     #[tokio::test]
     async fn a_purged_task_leaves_the_cache_with_the_database() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store =
-            SqliteStore::open(&dir.path().join("t.db"), Synchronous::Normal).expect("opens");
-        store
-            .commit(vec![create("t", "alice", "m")])
-            .await
-            .expect("creates");
+        let store = store_with_a_task(&dir.path().join("t.db")).await;
         let mut ended = follow_up("t", 0);
         ended.head.terminal = true;
         ended.head.status_at_ms = 1;
