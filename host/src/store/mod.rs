@@ -46,7 +46,8 @@ use std::sync::Arc;
 pub use hot::DEFAULT_CACHE_MIB;
 pub use memory::MemoryStore;
 pub use sqlite::{
-    DEFAULT_COMMIT_INTERVAL_MS, DEFAULT_MAX_WAL_MIB, SqliteOptions, SqliteStore, Synchronous,
+    DEFAULT_CATCH_UP_WAL_BYTES, DEFAULT_COMMIT_INTERVAL_MS, DEFAULT_MAX_WAL_MIB, SqliteOptions,
+    SqliteStore, Synchronous,
 };
 
 /// What every store operation returns.

@@ -86,6 +86,11 @@ pub const DEFAULT_MAX_WAL_MIB: u32 = 64;
 /// (`[store] commit_interval_ms`).
 pub const DEFAULT_COMMIT_INTERVAL_MS: u32 = 20;
 
+/// The most the WAL holds before the writer catches up with the
+/// checkpointer so that it starts over, unless half its bound is less
+/// (`checkpoint`, "Starting over").
+pub const DEFAULT_CATCH_UP_WAL_BYTES: u64 = 32 << 20;
+
 /// A transaction commits before its redo log passes this, whatever its age.
 const MAX_REDO_BYTES: u64 = 8 << 20;
 
@@ -97,6 +102,10 @@ pub struct SqliteOptions {
     /// readers of older pages so that it can start over, and its file is
     /// cut back to this size. It can grow past it between checkpoints.
     pub max_wal_bytes: u64,
+    /// Once a checkpoint has copied the whole WAL and it holds this much
+    /// (or half of `max_wal_bytes`, if less), the writer copies the commits
+    /// made meanwhile so that the WAL starts over; below it the WAL grows.
+    pub catch_up_wal_bytes: u64,
     /// Whether several processes write the database: the servers and
     /// workers of the Temporal engine, where each task's workflow orders its
     /// writes. A shared store takes a share of the lock (`lock`), and each
@@ -125,6 +134,7 @@ impl SqliteOptions {
         SqliteOptions {
             synchronous,
             max_wal_bytes: u64::from(max_wal_mib) << 20,
+            catch_up_wal_bytes: DEFAULT_CATCH_UP_WAL_BYTES,
             shared: false,
             cache_bytes: (DEFAULT_CACHE_MIB as usize) << 20,
             commit_interval: Duration::from_millis(DEFAULT_COMMIT_INTERVAL_MS.into()),
@@ -236,10 +246,9 @@ impl SqliteStore {
             .execute_batch(pragmas)
             .map_err(|e| opening(e.to_string()))?;
         let checkpoints = open_checkpointer(path).map_err(|e| opening(e.to_string()))?;
-        let max_wal_pages =
-            wal_pages(&connection, options.max_wal_bytes).map_err(|e| opening(e.to_string()))?;
+        let bounds = wal_bounds(&connection, &options).map_err(|e| opening(e.to_string()))?;
         let checkpoints =
-            checkpoint::spawn(checkpoints, max_wal_pages).map_err(|e| opening(e.to_string()))?;
+            checkpoint::spawn(checkpoints, bounds).map_err(|e| opening(e.to_string()))?;
         let hot = (!options.shared && options.cache_bytes > 0)
             .then(|| Arc::new(HotTasks::new(options.cache_bytes)));
         let redo = RedoLog::open(
@@ -686,6 +695,18 @@ fn open_writer(path: &Path, options: SqliteOptions) -> rusqlite::Result<Connecti
         options.max_wal_bytes
     ))?;
     Ok(connection)
+}
+
+/// The checkpointer's bounds on the WAL, in pages.
+fn wal_bounds(
+    connection: &Connection,
+    options: &SqliteOptions,
+) -> rusqlite::Result<checkpoint::WalBounds> {
+    let catch_up = options.catch_up_wal_bytes.min(options.max_wal_bytes / 2);
+    Ok(checkpoint::WalBounds {
+        catch_up: wal_pages(connection, catch_up)?,
+        restart: wal_pages(connection, options.max_wal_bytes)?,
+    })
 }
 
 /// `max_wal_bytes` in the database's pages (at least one).
@@ -1202,7 +1223,11 @@ mod tests {
     fn writer(dir: &Path, uncommitted: Option<Arc<Uncommitted>>) -> Writer {
         let connection = migrated(dir);
         let checkpoints = open_checkpointer(&dir.join("t.db")).expect("opens");
-        let checkpoints = checkpoint::spawn(checkpoints, 16_384).expect("spawns");
+        let bounds = checkpoint::WalBounds {
+            catch_up: 8_192,
+            restart: 16_384,
+        };
+        let checkpoints = checkpoint::spawn(checkpoints, bounds).expect("spawns");
         let redo = RedoLog::open(&RedoLog::path_of(&dir.join("t.db")), false).expect("opens");
         let defer = uncommitted.map(|u| (Duration::from_secs(3600), u));
         Writer::new(connection, checkpoints, false, None, redo, defer).expect("writer")
@@ -1268,7 +1293,7 @@ mod tests {
     }
 
     #[test]
-    fn the_wal_bound_is_the_writers_file_limit_and_the_checkpointers_page_count() {
+    fn the_wal_bound_is_the_writers_file_limit_and_the_checkpointers_page_counts() {
         let dir = tempfile::tempdir().expect("tempdir");
         let options = SqliteOptions {
             max_wal_bytes: 1 << 20,
@@ -1281,6 +1306,22 @@ mod tests {
         assert_eq!(limit, 1 << 20);
         assert_eq!(wal_pages(&writer, 1 << 20).expect("reads"), 256);
         assert_eq!(wal_pages(&writer, 1).expect("reads"), 1, "at least a page");
+        let bounds = |options| wal_bounds(&writer, &options).expect("reads");
+        assert_eq!(
+            bounds(options),
+            checkpoint::WalBounds {
+                catch_up: 128,
+                restart: 256
+            },
+            "the writer catches up at half a small bound"
+        );
+        assert_eq!(
+            bounds(SqliteOptions::new(Synchronous::Normal)),
+            checkpoint::WalBounds {
+                catch_up: 8_192,
+                restart: 16_384
+            },
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1483,9 +1524,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.db");
         // A bound far beyond what this writes: only catching up can start
-        // the WAL over, never the RESTART that waits for readers.
+        // the WAL over, never the RESTART that waits for readers; and a
+        // writer that catches up whatever the WAL's size, so that it does
+        // three times in a short test.
         let options = SqliteOptions {
             max_wal_bytes: 1 << 40,
+            catch_up_wal_bytes: 0,
             ..SqliteOptions::new(Synchronous::Normal)
         };
         let store = Arc::new(SqliteStore::open_with_options(&path, options).expect("opens"));
