@@ -10,9 +10,10 @@
 //!
 //! * throughput and latency (p50, p99) of new conversations, follow-ups and
 //!   `/status` at 1, 16 and 256 connections (medians of `--rounds` rounds);
-//! * the cost of one turn at turns 10, 1,000 and 10,000 of one conversation
-//!   (one connection, plain follow-ups asking for the newest two messages
-//!   back, `historyLength: 2`, from every server alike), then again for
+//! * the cost of one turn at turns 10, 1,000 and 10,000, a conversation
+//!   taken to each, measured a turn at each point in turn (one connection,
+//!   plain follow-ups asking for the newest two messages back,
+//!   `historyLength: 2`, from every server alike), then again for
 //!   tiny-harness with an offline context window that is full from the
 //!   second turn, so every point sends its model the same context;
 //! * resident memory per conversation, with its worker running and parked;
@@ -1414,8 +1415,11 @@ fn percentile(sorted: &[f64], percent: f64) -> f64 {
 
 // --- Turn cost -------------------------------------------------------------------------------
 
-/// One conversation taken to each of `points`: the latency of plain
-/// follow-ups there (`historyLength: 2`). The ramp in between asks for no history back.
+/// A conversation taken to each of `points`, then the latency of plain
+/// follow-ups there (`historyLength: 2`), one turn at each point in turn:
+/// the machine's speed moves within minutes, and measuring one point after
+/// the other had put that drift between turn 10 and turn 10,000. The ramps
+/// ask for no history back.
 async fn turn_costs(
     client: &Client,
     server: &Endpoint,
@@ -1423,63 +1427,71 @@ async fn turn_costs(
     context_window: Option<u64>,
 ) -> anyhow::Result<Vec<TurnCost>> {
     let participant = "turn-cost";
-    let conversation = client.start_conversation(server, participant).await?;
-    let mut turn = 1;
-    let mut costs = Vec::new();
-    let mut gave_up = false;
+    let mut conversations = Vec::with_capacity(points.len());
     for &point in points {
-        let first = point.saturating_sub(TURN_SAMPLES / 2).max(turn);
-        let ramp_started = Instant::now();
-        while turn < first && !gave_up {
-            let message = client.message("hello there", Some(&conversation));
-            client.send(server, participant, message, Some(0)).await?;
-            turn += 1;
-            gave_up = ramp_started.elapsed() > RAMP_BUDGET;
-        }
-        if gave_up {
-            costs.push(TurnCost {
-                server: server.kind,
-                turn: point,
-                context_window,
-                p50_ms: None,
-                p99_ms: None,
-                harness_p50_ms: None,
-                harness_p99_ms: None,
-            });
-            continue;
-        }
-        let mut samples = Vec::with_capacity(TURN_SAMPLES);
-        let mut harness = Vec::with_capacity(TURN_SAMPLES);
-        for _ in 0..TURN_SAMPLES {
-            let message = client.message("hello there", Some(&conversation));
+        let first = point.saturating_sub(TURN_SAMPLES / 2).max(1);
+        conversations.push(ramp(client, server, participant, first).await?);
+    }
+    let mut samples = vec![Vec::with_capacity(TURN_SAMPLES); points.len()];
+    let mut harness = vec![Vec::with_capacity(TURN_SAMPLES); points.len()];
+    for _ in 0..TURN_SAMPLES {
+        for (k, conversation) in conversations.iter().enumerate() {
+            let Some(conversation) = conversation else {
+                continue;
+            };
+            let message = client.message("hello there", Some(conversation));
             let sent = Instant::now();
             // The newest two messages back (the message and its reply):
             // without `historyLength` an answer carries the whole history
             // (A2A's default), and its size, not the turn, would be timed.
             let task = client.send(server, participant, message, Some(2)).await?;
             let took = sent.elapsed().as_secs_f64() * 1e3;
-            samples.push(took);
+            samples[k].push(took);
             if let Some(model_ms) = model_time_ms(&task) {
-                harness.push(took - model_ms);
+                harness[k].push(took - model_ms);
             }
-            turn += 1;
         }
-        samples.sort_by(f64::total_cmp);
-        harness.sort_by(f64::total_cmp);
-        let measured = |samples: &[f64], percent| {
-            (samples.len() == TURN_SAMPLES).then(|| percentile(samples, percent))
-        };
-        costs.push(TurnCost {
-            server: server.kind,
-            turn: point,
-            context_window,
-            p50_ms: Some(percentile(&samples, 50.0)),
-            p99_ms: Some(percentile(&samples, 99.0)),
-            harness_p50_ms: measured(&harness, 50.0),
-            harness_p99_ms: measured(&harness, 99.0),
-        });
     }
-    Ok(costs)
+    Ok(points
+        .iter()
+        .zip(samples.iter_mut().zip(harness.iter_mut()))
+        .map(|(&point, (samples, harness))| {
+            samples.sort_by(f64::total_cmp);
+            harness.sort_by(f64::total_cmp);
+            let measured = |samples: &[f64], percent| {
+                (samples.len() == TURN_SAMPLES).then(|| percentile(samples, percent))
+            };
+            TurnCost {
+                server: server.kind,
+                turn: point,
+                context_window,
+                p50_ms: measured(samples, 50.0),
+                p99_ms: measured(samples, 99.0),
+                harness_p50_ms: measured(harness, 50.0),
+                harness_p99_ms: measured(harness, 99.0),
+            }
+        })
+        .collect())
+}
+
+/// A new conversation of `turns` turns (its first message and its
+/// follow-ups), or `None` if it was not there within [`RAMP_BUDGET`].
+async fn ramp(
+    client: &Client,
+    server: &Endpoint,
+    participant: &str,
+    turns: usize,
+) -> anyhow::Result<Option<Conversation>> {
+    let conversation = client.start_conversation(server, participant).await?;
+    let started = Instant::now();
+    for _ in 1..turns {
+        if started.elapsed() > RAMP_BUDGET {
+            return Ok(None);
+        }
+        let message = client.message("hello there", Some(&conversation));
+        client.send(server, participant, message, Some(0)).await?;
+    }
+    Ok(Some(conversation))
 }
 
 /// How long the turn behind `task`'s last message waited for its model, if
