@@ -1428,9 +1428,18 @@ async fn turn_costs(
 ) -> anyhow::Result<Vec<TurnCost>> {
     let participant = "turn-cost";
     let mut conversations = Vec::with_capacity(points.len());
+    // A server too slow to reach one point will not reach a later one.
+    let mut gave_up_at = usize::MAX;
     for &point in points {
         let first = point.saturating_sub(TURN_SAMPLES / 2).max(1);
-        conversations.push(ramp(client, server, participant, first).await?);
+        let conversation = match point >= gave_up_at {
+            true => None,
+            false => ramp(client, server, participant, first).await?,
+        };
+        if conversation.is_none() {
+            gave_up_at = gave_up_at.min(point);
+        }
+        conversations.push(conversation);
     }
     let mut samples = vec![Vec::with_capacity(TURN_SAMPLES); points.len()];
     let mut harness = vec![Vec::with_capacity(TURN_SAMPLES); points.len()];
